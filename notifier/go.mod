@@ -1,0 +1,3 @@
+module github.com/dragoman-dev/dragoman/notifier
+
+go 1.26
