@@ -1,0 +1,368 @@
+// Package config loads and validates the proxy's YAML configuration: the
+// model_list that routes each alias to a backend model, and
+// general_settings. Validation happens once, at start-up, and every error
+// names the file, the line, the key and how to fix it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults for optional settings.
+const (
+	DefaultTimeout         = 300 * time.Second
+	DefaultStreamTimeout   = 300 * time.Second
+	DefaultNumRetries      = 3
+	DefaultMaxRequestBytes = 32 << 20 // the Messages API's own limit
+	BackendPrefix          = "vendorb/"
+)
+
+// Config is a validated configuration with every key reference resolved.
+type Config struct {
+	Path            string
+	Routes          []Route
+	PassThrough     bool   // general_settings.enable_vendora_pass_through
+	MasterKey       string // general_settings.master_key, resolved; may be empty
+	MaxRequestBytes int64
+}
+
+// Route is one model_list entry: an alias and the backend model it reaches.
+type Route struct {
+	Alias                   string
+	BackendModel            string // proxy_params.model without its prefix
+	APIBase                 string // without a trailing slash
+	APIKey                  string
+	SupportsSystemMessage   bool
+	SupportsReasoningEffort bool
+	Timeout                 time.Duration
+	StreamTimeout           time.Duration
+	MaxOutputTokens         int
+	NumRetries              int
+}
+
+// Lookup finds the route of an alias.
+func (c *Config) Lookup(alias string) (Route, bool) {
+	for _, r := range c.Routes {
+		if r.Alias == alias {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// Aliases lists the configured aliases in file order.
+func (c *Config) Aliases() []string {
+	out := make([]string, len(c.Routes))
+	for i, r := range c.Routes {
+		out[i] = r.Alias
+	}
+	return out
+}
+
+// Getenv looks up an environment variable; os.LookupEnv in production.
+type Getenv func(name string) (string, bool)
+
+// Load reads, validates and resolves the configuration file at path.
+func Load(path string, getenv Getenv) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("config file %s not found: pass its path with --config (see deploy/config.yaml for an example)", path)
+		}
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse validates and resolves configuration data; path is used in errors.
+func Parse(path string, data []byte, getenv Getenv) (*Config, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: not valid YAML: %v", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	p := parser{path: path, getenv: getenv}
+	return p.file(&root)
+}
+
+type parser struct {
+	path   string
+	getenv Getenv
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.path, n.Line, fmt.Sprintf(format, args...))
+}
+
+var (
+	fileKeys     = []string{"model_list", "general_settings"}
+	entryKeys    = []string{"model_name", "proxy_params"}
+	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries"}
+	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes"}
+)
+
+func (p *parser) file(root *yaml.Node) (*Config, error) {
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: it needs a model_list (see deploy/config.yaml for an example)", p.path)
+	}
+	doc := root.Content[0]
+	fields, err := p.mapping(doc, "the top level", fileKeys)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{Path: p.path, MaxRequestBytes: DefaultMaxRequestBytes}
+	list, ok := fields["model_list"]
+	if !ok {
+		return nil, p.errorf(doc, "model_list is missing: add at least one entry with model_name and proxy_params")
+	}
+	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+		return nil, p.errorf(list, "model_list must be a list with at least one entry of model_name and proxy_params")
+	}
+	seen := map[string]int{}
+	for i, entry := range list.Content {
+		r, err := p.route(entry, fmt.Sprintf("model_list[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		if line, dup := seen[r.Alias]; dup {
+			return nil, p.errorf(entry, "model_list[%d]: alias %q is already defined at line %d: each model_name must be unique (several aliases may share one backend model, not the reverse)", i, r.Alias, line)
+		}
+		seen[r.Alias] = entry.Line
+		cfg.Routes = append(cfg.Routes, r)
+	}
+	if gs, ok := fields["general_settings"]; ok && gs.Kind != yaml.ScalarNode {
+		if err := p.settings(gs, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+func (p *parser) settings(n *yaml.Node, cfg *Config) error {
+	fields, err := p.mapping(n, "general_settings", settingsKeys)
+	if err != nil {
+		return err
+	}
+	if v, ok := fields["enable_vendora_pass_through"]; ok {
+		if err := p.decode(v, "general_settings.enable_vendora_pass_through", "true or false", &cfg.PassThrough); err != nil {
+			return err
+		}
+	}
+	if v, ok := fields["master_key"]; ok {
+		key, err := p.secret(v, "general_settings.master_key")
+		if err != nil {
+			return err
+		}
+		cfg.MasterKey = key
+	}
+	if v, ok := fields["max_request_bytes"]; ok {
+		if err := p.decode(v, "general_settings.max_request_bytes", "a number of bytes", &cfg.MaxRequestBytes); err != nil {
+			return err
+		}
+		if cfg.MaxRequestBytes <= 0 {
+			return p.errorf(v, "general_settings.max_request_bytes must be positive (default %d)", DefaultMaxRequestBytes)
+		}
+	}
+	return nil
+}
+
+func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
+	fields, err := p.mapping(entry, where, entryKeys)
+	if err != nil {
+		return Route{}, err
+	}
+	r := Route{
+		SupportsSystemMessage: true,
+		Timeout:               DefaultTimeout,
+		StreamTimeout:         DefaultStreamTimeout,
+		NumRetries:            DefaultNumRetries,
+	}
+	name, err := p.required(entry, fields, where, "model_name", "the alias clients send in \"model\"")
+	if err != nil {
+		return Route{}, err
+	}
+	if err := p.decode(name, where+".model_name", "a string", &r.Alias); err != nil {
+		return Route{}, err
+	}
+	if r.Alias == "" {
+		return Route{}, p.errorf(name, "%s.model_name is empty: write the alias clients send in \"model\"", where)
+	}
+	paramsNode, err := p.required(entry, fields, where, "proxy_params", "model, api_base and api_key")
+	if err != nil {
+		return Route{}, err
+	}
+	where += ".proxy_params"
+	params, err := p.mapping(paramsNode, where, paramsKeys)
+	if err != nil {
+		return Route{}, err
+	}
+	if err := p.backendModel(paramsNode, params, where, &r); err != nil {
+		return Route{}, err
+	}
+	if err := p.apiBase(paramsNode, params, where, &r); err != nil {
+		return Route{}, err
+	}
+	keyNode, err := p.required(paramsNode, params, where, "api_key", "the backend's key, a literal or os.environ/NAME (any value for a backend that needs none)")
+	if err != nil {
+		return Route{}, err
+	}
+	if r.APIKey, err = p.secret(keyNode, where+".api_key"); err != nil {
+		return Route{}, err
+	}
+	return r, p.optionalParams(params, where, &r)
+}
+
+func (p *parser) backendModel(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+	v, err := p.required(n, params, where, "model", `the backend model as "vendorb/<backend_model>"`)
+	if err != nil {
+		return err
+	}
+	var model string
+	if err := p.decode(v, where+".model", "a string", &model); err != nil {
+		return err
+	}
+	name, ok := strings.CutPrefix(model, BackendPrefix)
+	if !ok || name == "" {
+		return p.errorf(v, "%s.model is %q: write it as \"vendorb/<backend_model>\" (the vendorb/ prefix selects the Chat Completions protocol, the rest is the model name the backend serves)", where, model)
+	}
+	r.BackendModel = name
+	return nil
+}
+
+func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+	v, err := p.required(n, params, where, "api_base", "the backend's base URL ending in /v1, e.g. http://localhost:8000/v1")
+	if err != nil {
+		return err
+	}
+	var base string
+	if err := p.decode(v, where+".api_base", "a URL", &base); err != nil {
+		return err
+	}
+	u, perr := url.Parse(base)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return p.errorf(v, "%s.api_base is %q: it must be an http(s) URL ending in /v1, e.g. http://localhost:8000/v1", where, base)
+	}
+	r.APIBase = strings.TrimRight(base, "/")
+	return nil
+}
+
+func (p *parser) optionalParams(params map[string]*yaml.Node, where string, r *Route) error {
+	if v, ok := params["supports_system_message"]; ok {
+		if err := p.decode(v, where+".supports_system_message", "true or false", &r.SupportsSystemMessage); err != nil {
+			return err
+		}
+	}
+	if v, ok := params["supports_reasoning_effort"]; ok {
+		if err := p.decode(v, where+".supports_reasoning_effort", "true or false", &r.SupportsReasoningEffort); err != nil {
+			return err
+		}
+	}
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"timeout", &r.Timeout}, {"stream_timeout", &r.StreamTimeout}} {
+		v, ok := params[d.key]
+		if !ok {
+			continue
+		}
+		var seconds float64
+		if err := p.decode(v, where+"."+d.key, "a number of seconds", &seconds); err != nil {
+			return err
+		}
+		if seconds <= 0 {
+			return p.errorf(v, "%s.%s must be a positive number of seconds (default 300)", where, d.key)
+		}
+		*d.dst = time.Duration(seconds * float64(time.Second))
+	}
+	for _, d := range []struct {
+		key, fix string
+		dst      *int
+	}{
+		{"max_output_tokens", "a positive number of tokens, e.g. 8192 for a 32k-context model", &r.MaxOutputTokens},
+		{"num_retries", "a number from 0 to 10 (default 3)", &r.NumRetries},
+	} {
+		v, ok := params[d.key]
+		if !ok {
+			continue
+		}
+		if err := p.decode(v, where+"."+d.key, d.fix, d.dst); err != nil {
+			return err
+		}
+		if *d.dst < 0 || (d.key == "max_output_tokens" && *d.dst == 0) || (d.key == "num_retries" && *d.dst > 10) {
+			return p.errorf(v, "%s.%s is %d: write %s", where, d.key, *d.dst, d.fix)
+		}
+	}
+	return nil
+}
+
+// mapping checks that n is a mapping whose keys are all known, and returns
+// its values by key.
+func (p *parser) mapping(n *yaml.Node, where string, known []string) (map[string]*yaml.Node, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errorf(n, "%s must be a mapping of keys (%s)", where, strings.Join(known, ", "))
+	}
+	fields := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(known, k.Value) {
+			return nil, p.errorf(k, "unknown key %q in %s: remove it or correct its spelling (known keys: %s)", k.Value, where, strings.Join(known, ", "))
+		}
+		if _, dup := fields[k.Value]; dup {
+			return nil, p.errorf(k, "key %q appears twice in %s: keep one", k.Value, where)
+		}
+		fields[k.Value] = v
+	}
+	return fields, nil
+}
+
+func (p *parser) required(n *yaml.Node, fields map[string]*yaml.Node, where, key, what string) (*yaml.Node, error) {
+	v, ok := fields[key]
+	if !ok || (v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
+		return nil, p.errorf(n, "%s.%s is missing: add it (%s)", where, key, what)
+	}
+	return v, nil
+}
+
+func (p *parser) decode(v *yaml.Node, key, want string, dst any) error {
+	if v.Kind != yaml.ScalarNode || v.Decode(dst) != nil {
+		return p.errorf(v, "%s must be %s, not %q", key, want, v.Value)
+	}
+	return nil
+}
+
+// secret resolves a key written literally, as os.environ/NAME, or as ${NAME}.
+func (p *parser) secret(v *yaml.Node, key string) (string, error) {
+	var raw string
+	if err := p.decode(v, key, "a string", &raw); err != nil {
+		return "", err
+	}
+	name, ok := envReference(raw)
+	if !ok {
+		return raw, nil
+	}
+	val, set := p.getenv(name)
+	if !set {
+		return "", p.errorf(v, "AuthenticationError: %s reads environment variable %s, which is not set: export %s before starting the proxy (with docker compose, put it in .env), or write the key in the file", key, name, name)
+	}
+	return val, nil
+}
+
+func envReference(s string) (string, bool) {
+	if name, ok := strings.CutPrefix(s, "os.environ/"); ok && name != "" {
+		return name, true
+	}
+	if strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && len(s) > 3 {
+		return s[2 : len(s)-1], true
+	}
+	return "", false
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const valid = `model_list:
+  - model_name: claude-opus-5-5
+    proxy_params:
+      model: vendorb/qwen3-coder
+      api_base: http://localhost:8000/v1/
+      api_key: os.environ/BACKEND_KEY
+      supports_system_message: false
+      timeout: 300
+      stream_timeout: 1.5
+      max_output_tokens: 8192
+      num_retries: 2
+  - model_name: fast
+    proxy_params:
+      model: vendorb/qwen3-coder
+      api_base: https://gpu.example/v1
+      api_key: ${OTHER_KEY}
+general_settings:
+  enable_vendora_pass_through: true
+  master_key: os.environ/PROXY_KEY
+  max_request_bytes: 1048576
+`
+
+func env(vars map[string]string) Getenv {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+var allSet = env(map[string]string{"BACKEND_KEY": "sk-backend", "OTHER_KEY": "sk-other", "PROXY_KEY": "sk-proxy"})
+
+func TestParseValid(t *testing.T) {
+	cfg, err := Parse("config.yaml", []byte(valid), allSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.PassThrough || cfg.MasterKey != "sk-proxy" || cfg.MaxRequestBytes != 1<<20 {
+		t.Errorf("general settings = %+v", cfg)
+	}
+	want := Route{
+		Alias: "claude-opus-5-5", BackendModel: "qwen3-coder", APIBase: "http://localhost:8000/v1",
+		APIKey: "sk-backend", SupportsSystemMessage: false, Timeout: 300 * time.Second,
+		StreamTimeout: 1500 * time.Millisecond, MaxOutputTokens: 8192, NumRetries: 2,
+	}
+	if got, _ := cfg.Lookup("claude-opus-5-5"); got != want {
+		t.Errorf("route 0 = %+v\nwant %+v", got, want)
+	}
+	fast, ok := cfg.Lookup("fast")
+	if !ok || fast.APIKey != "sk-other" || !fast.SupportsSystemMessage || fast.Timeout != DefaultTimeout ||
+		fast.StreamTimeout != DefaultStreamTimeout || fast.NumRetries != DefaultNumRetries || fast.MaxOutputTokens != 0 {
+		t.Errorf("defaults not applied: %+v", fast)
+	}
+	if got := strings.Join(cfg.Aliases(), ","); got != "claude-opus-5-5,fast" {
+		t.Errorf("aliases = %s", got)
+	}
+	if _, ok := cfg.Lookup("nope"); ok {
+		t.Error("unknown alias found")
+	}
+}
+
+func TestParseWithoutGeneralSettings(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\n"), allSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PassThrough || cfg.MasterKey != "" || cfg.MaxRequestBytes != DefaultMaxRequestBytes {
+		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	entry := func(params string) string {
+		return "model_list:\n  - model_name: a\n    proxy_params:\n" + params
+	}
+	good := "      model: vendorb/m\n      api_base: http://h/v1\n      api_key: k\n"
+	cases := []struct {
+		name string
+		yaml string
+		want []string // all must appear in the error
+	}{
+		{"empty file", "", []string{"c.yaml", "empty", "model_list"}},
+		{"not yaml", "model_list: [", []string{"c.yaml", "not valid YAML"}},
+		{"unknown top key", "model_list: []\nmodel_lsit: []\n", []string{"c.yaml:2:", `unknown key "model_lsit"`, "remove it or correct"}},
+		{"unknown param key", entry(good + "      supports_sytem_message: false\n"), []string{"c.yaml:7:", `unknown key "supports_sytem_message"`, "proxy_params", "supports_system_message"}},
+		{"unknown setting", entry(good) + "general_settings:\n  enable_pass_through: true\n", []string{"c.yaml:8:", `"enable_pass_through"`, "enable_vendora_pass_through"}},
+		{"no model_list", "general_settings: {}\n", []string{"c.yaml:1:", "model_list is missing"}},
+		{"empty model_list", "model_list: []\n", []string{"c.yaml:1:", "at least one entry"}},
+		{"missing model_name", "model_list:\n  - proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\n", []string{"c.yaml:2:", "model_list[0].model_name is missing", "add it"}},
+		{"missing proxy_params", "model_list:\n  - model_name: a\n", []string{"c.yaml:2:", "proxy_params is missing"}},
+		{"missing model", entry("      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", "proxy_params.model is missing", "vendorb/<backend_model>"}},
+		{"wrong prefix", entry("      model: openai/m\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", `"openai/m"`, `"vendorb/<backend_model>"`}},
+		{"prefix only", entry("      model: vendorb/\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", "vendorb/<backend_model>"}},
+		{"missing api_base", entry("      model: vendorb/m\n      api_key: k\n"), []string{"c.yaml:4:", "api_base is missing", "/v1"}},
+		{"api_base not url", entry("      model: vendorb/m\n      api_base: localhost:8000\n      api_key: k\n"), []string{"c.yaml:5:", "api_base", "http(s) URL"}},
+		{"api_base ftp", entry("      model: vendorb/m\n      api_base: ftp://h/v1\n      api_key: k\n"), []string{"c.yaml:5:", "http(s) URL"}},
+		{"missing api_key", entry("      model: vendorb/m\n      api_base: http://h/v1\n"), []string{"c.yaml:4:", "api_key is missing"}},
+		{"unset env key", entry("      model: vendorb/m\n      api_base: http://h/v1\n      api_key: os.environ/NOPE_KEY\n"), []string{"c.yaml:6:", "AuthenticationError", "NOPE_KEY", "not set", "export NOPE_KEY"}},
+		{"unset braces key", entry("      model: vendorb/m\n      api_base: http://h/v1\n      api_key: ${NOPE2}\n"), []string{"c.yaml:6:", "NOPE2", "not set"}},
+		{"unset master key", entry(good) + "general_settings:\n  master_key: os.environ/NO_MASTER\n", []string{"c.yaml:8:", "general_settings.master_key", "NO_MASTER"}},
+		{"duplicate alias", entry(good) + "  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\n", []string{"c.yaml:7:", `alias "a" is already defined at line 2`, "unique"}},
+		{"bad timeout", entry(good + "      timeout: soon\n"), []string{"c.yaml:7:", "timeout must be a number of seconds"}},
+		{"zero stream_timeout", entry(good + "      stream_timeout: 0\n"), []string{"c.yaml:7:", "stream_timeout must be a positive"}},
+		{"bad bool", entry(good + "      supports_system_message: nope\n"), []string{"c.yaml:7:", "supports_system_message must be true or false"}},
+		{"negative retries", entry(good + "      num_retries: -1\n"), []string{"c.yaml:7:", "num_retries is -1"}},
+		{"zero max_output_tokens", entry(good + "      max_output_tokens: 0\n"), []string{"c.yaml:7:", "max_output_tokens is 0"}},
+		{"duplicate key", entry(good + "      api_key: k2\n"), []string{"c.yaml:7:", `"api_key" appears twice`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.yaml), env(nil))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(t.TempDir()+"/none.yaml", allSet)
+	if err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("err = %v", err)
+	}
+}

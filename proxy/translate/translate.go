@@ -1,0 +1,43 @@
+// Package translate converts between the Messages format and the Chat
+// Completions format: requests Messages→Chat, responses Chat→Messages, and
+// streams through an explicit state machine over Chat chunks. It also
+// prepares Chat requests that pass through to a backend. It does no I/O:
+// every function takes bytes and returns bytes.
+package translate
+
+import "fmt"
+
+// Target is what the proxy's configuration says about the backend model an
+// alias routes to.
+type Target struct {
+	Alias                   string
+	BackendModel            string
+	SupportsSystemMessage   bool
+	SupportsReasoningEffort bool
+	MaxOutputTokens         int // 0: no clamp
+}
+
+// Resolver maps the model alias of a request to its Target. Its error is
+// returned unchanged (wrapped) by the translating functions, so callers can
+// tell an unknown alias from a bad request with errors.As.
+type Resolver func(alias string) (Target, error)
+
+// BackendRequest is a request ready for the backend's /chat/completions.
+type BackendRequest struct {
+	Body        []byte
+	Target      Target
+	Stream      bool
+	InputTokens int // estimated prompt tokens (Messages requests only)
+}
+
+// RequestError is a request the proxy refuses: malformed JSON, a missing or
+// invalid field, content the backend cannot read. Callers answer 400.
+type RequestError struct {
+	Msg string
+}
+
+func (e *RequestError) Error() string { return e.Msg }
+
+func invalidf(format string, args ...any) error {
+	return &RequestError{Msg: fmt.Sprintf(format, args...)}
+}
