@@ -1,0 +1,64 @@
+// Command stub-backend is a deterministic Chat Completions server for the
+// demo stack, tests and benchmarks. See package stub for what it answers.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
+	"github.com/dragoman-dev/dragoman/proxy/stub"
+)
+
+func main() {
+	var (
+		port   = flag.Int("port", 8000, "port to listen on")
+		host   = flag.String("host", "", "address to listen on (default all interfaces)")
+		health = flag.Bool("healthcheck", false, "probe http://127.0.0.1:PORT/healthz and exit 0 when healthy")
+		opts   stub.Options
+	)
+	flag.DurationVar(&opts.ColdStart, "cold-start", 0, "the first request waits this long, as a backend loading its model")
+	flag.DurationVar(&opts.Loading, "loading", 0, "answer 503 \"Loading model\" for this long after start")
+	flag.DurationVar(&opts.FirstTokenDelay, "first-token-delay", 0, "delay before every answer's first byte")
+	flag.DurationVar(&opts.EventDelay, "event-delay", 0, "delay between stream events")
+	flag.IntVar(&opts.Events, "events", 8, "stream text answers in this many events")
+	flag.BoolVar(&opts.Tokenize, "tokenize", false, "serve POST /tokenize as vLLM does")
+	flag.Parse()
+
+	if *health {
+		if err := healthcheck.Probe("http://127.0.0.1:" + strconv.Itoa(*port) + "/healthz"); err != nil {
+			fmt.Fprintln(os.Stderr, "unhealthy:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	srv := &http.Server{
+		Addr:              net.JoinHostPort(*host, strconv.Itoa(*port)),
+		Handler:           stub.New(opts),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	log.Info("stub-backend listening", "addr", srv.Addr, "cold_start", opts.ColdStart, "loading", opts.Loading)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("stub-backend stopped", "err", err)
+		os.Exit(1)
+	}
+}

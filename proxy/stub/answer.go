@@ -1,0 +1,385 @@
+package stub
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+)
+
+type chatRequest struct {
+	Model      string          `json:"model"`
+	Messages   []chatMessage   `json:"messages"`
+	MaxTokens  *int            `json:"max_tokens"`
+	Stream     bool            `json:"stream"`
+	Tools      []chatTool      `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type chatTool struct {
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type toolCall struct {
+	ID, Name, Arguments string
+}
+
+// answer is what the stub says, before it is rendered as one response or
+// as a stream.
+type answer struct {
+	reasoning      string
+	reasoningField string // "reasoning" or "reasoning_content"
+	text           string
+	calls          []toolCall
+	finish         string
+	fixture        string // replay this backend fixture instead
+	failMidstream  bool
+	die            bool
+	promptTokens   int
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	i := s.record(r, body)
+	cancelled := true
+	defer func() { s.finish(i, cancelled) }()
+	if err != nil {
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		cancelled = false
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad JSON: "+err.Error())
+		return
+	}
+	if req.Model == "" || len(req.Messages) == 0 {
+		cancelled = false
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "model and messages are required")
+		return
+	}
+	now := time.Now()
+	if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+		cancelled = false
+		b, _ := fixtures.Backend("error-loading-503.json")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(b)
+		return
+	}
+	if !sleep(r, s.coldWait(now)) || !sleep(r, s.opts.FirstTokenDelay) {
+		return
+	}
+	a := decide(&req)
+	if req.Stream {
+		cancelled = !s.stream(w, r, &req, &a)
+	} else {
+		cancelled = false
+		s.respond(w, &req, &a)
+	}
+}
+
+func decide(req *chatRequest) answer {
+	a := answer{finish: "stop", promptTokens: countTokens(messagesText(req.Messages))}
+	last := lastUserText(req.Messages)
+	switch {
+	case strings.Contains(last, "stub:fixture:"):
+		name := strings.Fields(last[strings.Index(last, "stub:fixture:")+len("stub:fixture:"):])
+		if len(name) > 0 {
+			a.fixture = name[0]
+		}
+	case strings.Contains(last, "stub:parallel") && len(req.Tools) > 0:
+		a.calls = []toolCall{makeCall(req.Tools[0], "call_stub_1"), makeCall(req.Tools[0], "call_stub_2")}
+		a.calls[1].Arguments = strings.Replace(a.calls[1].Arguments, "stub-", "stub2-", -1)
+	case (strings.Contains(last, "stub:tool") || wantsTool(req.ToolChoice)) && len(req.Tools) > 0:
+		a.calls = []toolCall{makeCall(pickTool(req), "call_stub_1")}
+	case strings.Contains(last, "stub:reasoning_content"):
+		a.reasoning, a.reasoningField = "The user wants a greeting.", "reasoning_content"
+		a.text = "Hello!"
+	case strings.Contains(last, "stub:reasoning"):
+		a.reasoning, a.reasoningField = "The user wants a greeting.", "reasoning"
+		a.text = "Hello!"
+	case strings.Contains(last, "stub:error-midstream"):
+		a.text, a.failMidstream = "Start", true
+	case strings.Contains(last, "stub:die"):
+		a.text, a.die = "Start of an answer that never ends", true
+	case hasToolResult(req.Messages):
+		a.text = "Got the tool result: " + clip(toolResultText(req.Messages), 200)
+	default:
+		a.text = "Hello from stub-backend. You said: " + clip(last, 80)
+	}
+	if len(a.calls) > 0 {
+		a.finish = "tool_calls"
+	}
+	if req.MaxTokens != nil && *req.MaxTokens > 0 && a.fixture == "" {
+		words := strings.SplitAfter(a.text, " ")
+		if len(a.calls) == 0 && len(words) > *req.MaxTokens {
+			a.text = strings.Join(words[:*req.MaxTokens], "")
+			a.finish = "length"
+		}
+	}
+	return a
+}
+
+func wantsTool(choice json.RawMessage) bool {
+	s := string(choice)
+	return s == `"required"` || strings.Contains(s, `"function"`)
+}
+
+func pickTool(req *chatRequest) chatTool {
+	var named struct {
+		Function struct{ Name string } `json:"function"`
+	}
+	if json.Unmarshal(req.ToolChoice, &named) == nil {
+		for _, t := range req.Tools {
+			if t.Function.Name == named.Function.Name {
+				return t
+			}
+		}
+	}
+	return req.Tools[0]
+}
+
+// makeCall builds arguments that fit the tool's schema: every string
+// property gets "stub-<name>", numbers 1, booleans true.
+func makeCall(t chatTool, id string) toolCall {
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(t.Function.Parameters, &schema)
+	names := make([]string, 0, len(schema.Properties))
+	for n := range schema.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		key, _ := json.Marshal(n)
+		b.Write(key)
+		b.WriteString(": ")
+		switch strings.Trim(string(schema.Properties[n].Type), `"`) {
+		case "number", "integer":
+			b.WriteString("1")
+		case "boolean":
+			b.WriteString("true")
+		case "array":
+			b.WriteString("[]")
+		case "object":
+			b.WriteString("{}")
+		default:
+			v, _ := json.Marshal("stub-" + n)
+			b.Write(v)
+		}
+	}
+	b.WriteByte('}')
+	return toolCall{ID: id, Name: t.Function.Name, Arguments: b.String()}
+}
+
+// contentText flattens a Chat content value: a string or a list of parts.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func lastUserText(msgs []chatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return contentText(msgs[i].Content)
+		}
+	}
+	return ""
+}
+
+func hasToolResult(msgs []chatMessage) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" || (len(msgs) > 1 && msgs[len(msgs)-2].Role == "tool")
+}
+
+func toolResultText(msgs []chatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" {
+			return contentText(msgs[i].Content)
+		}
+	}
+	return ""
+}
+
+func messagesText(msgs []chatMessage) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(contentText(m.Content))
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// countTokens is the stub's tokenizer: one token per word or punctuation run.
+func countTokens(s string) int {
+	n := len(strings.Fields(s))
+	if n == 0 && s != "" {
+		n = 1
+	}
+	return n
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+func (s *Server) respond(w http.ResponseWriter, req *chatRequest, a *answer) {
+	if a.fixture != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "stub:fixture replays streams only: set stream true")
+		return
+	}
+	msg := map[string]any{"role": "assistant", "content": a.text}
+	if a.reasoning != "" {
+		msg[a.reasoningField] = a.reasoning
+	}
+	if len(a.calls) > 0 {
+		msg["content"] = nil
+		calls := make([]map[string]any, len(a.calls))
+		for i, c := range a.calls {
+			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+		}
+		msg["tool_calls"] = calls
+	}
+	completion := countTokens(a.text) + len(a.calls)*8
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-stub", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": a.finish}},
+		"usage":   map[string]any{"prompt_tokens": a.promptTokens, "completion_tokens": completion, "total_tokens": a.promptTokens + completion},
+	})
+}
+
+// stream writes the answer as Chat chunks; it reports whether the stream
+// ran to its end.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest, a *answer) bool {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if a.fixture != "" {
+		b, err := fixtures.Backend(a.fixture)
+		if err != nil {
+			fmt.Fprintf(w, "data: {\"error\":{\"message\":\"stub: no fixture %s\",\"type\":\"invalid_request_error\"}}\n\n", a.fixture)
+			return true
+		}
+		w.Write(b)
+		return true
+	}
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return sleep(r, s.opts.EventDelay)
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": req.Model,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+		return false
+	}
+	if a.reasoning != "" {
+		for _, piece := range split(a.reasoning, 2) {
+			if !send(chunk(map[string]any{a.reasoningField: piece}, nil)) {
+				return false
+			}
+		}
+	}
+	for _, piece := range split(a.text, s.opts.Events) {
+		if !send(chunk(map[string]any{"content": piece}, nil)) {
+			return false
+		}
+	}
+	if a.failMidstream {
+		return send(map[string]any{"error": map[string]any{"message": "stub: failure mid-stream", "type": "server_error", "code": 500}})
+	}
+	if a.die {
+		panic(http.ErrAbortHandler)
+	}
+	for _, d := range callDeltas(a.calls) {
+		if !send(chunk(map[string]any{"tool_calls": []any{d}}, nil)) {
+			return false
+		}
+	}
+	if !send(chunk(map[string]any{}, a.finish)) {
+		return false
+	}
+	completion := countTokens(a.text) + len(a.calls)*8
+	if !send(map[string]any{"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": req.Model, "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": a.promptTokens, "completion_tokens": completion, "total_tokens": a.promptTokens + completion}}) {
+		return false
+	}
+	_, err := io.WriteString(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return err == nil
+}
+
+// callDeltas splits each call's arguments in two fragments, interleaving
+// the calls after their first fragments as servers do.
+func callDeltas(calls []toolCall) []map[string]any {
+	var first, rest []map[string]any
+	for i, c := range calls {
+		half := len(c.Arguments) / 2
+		first = append(first, map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": c.Arguments[:half]}})
+		rest = append(rest, map[string]any{"index": i, "function": map[string]any{"arguments": c.Arguments[half:]}})
+	}
+	return append(first, rest...)
+}
+
+// split cuts s into about n pieces on rune boundaries.
+func split(s string, n int) []string {
+	r := []rune(s)
+	if len(r) == 0 {
+		return nil
+	}
+	size := (len(r) + n - 1) / n
+	var out []string
+	for i := 0; i < len(r); i += size {
+		out = append(out, string(r[i:min(i+size, len(r))]))
+	}
+	return out
+}
