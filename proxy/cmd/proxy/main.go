@@ -1,0 +1,136 @@
+// Command proxy serves the Messages and Chat Completions endpoints in front
+// of Chat Completions backends, routing each model alias through a YAML
+// config.
+//
+//	proxy --config config.yaml --port 4000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	_ "golang.org/x/crypto/x509roots/fallback" // TLS roots for FROM scratch images
+
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
+	"github.com/dragoman-dev/dragoman/proxy/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr, os.LookupEnv))
+}
+
+func run(args []string, stderr io.Writer, getenv config.Getenv) int {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configPath = fs.String("config", "config.yaml", "path of the YAML config")
+		port       = fs.Int("port", 4000, "port to listen on")
+		host       = fs.String("host", "", "address to listen on (default all interfaces)")
+		noAuth     = fs.Bool("no-auth", false, "serve without a client key (only on a trusted network)")
+		health     = fs.Bool("healthcheck", false, "probe http://127.0.0.1:PORT/healthz and exit 0 when healthy")
+		grace      = fs.Duration("grace", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may take to finish")
+		logFormat  = fs.String("log-format", "text", "log format: text or json")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *health {
+		if err := healthcheck.Probe("http://127.0.0.1:" + strconv.Itoa(*port) + "/healthz"); err != nil {
+			fmt.Fprintln(stderr, "unhealthy:", err)
+			return 1
+		}
+		return 0
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "proxy:", err)
+		return 2
+	}
+	cfg, err := config.Load(*configPath, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "proxy: config:", err)
+		return 1
+	}
+	var keys []string
+	if k, ok := getenv("PROXY_API_KEY"); ok && k != "" {
+		keys = append(keys, k)
+	}
+	if cfg.MasterKey != "" {
+		keys = append(keys, cfg.MasterKey)
+	}
+	switch {
+	case len(keys) == 0 && !*noAuth:
+		fmt.Fprintln(stderr, "proxy: no client key: set PROXY_API_KEY or general_settings.master_key, or pass --no-auth to serve without one on a trusted network")
+		return 1
+	case len(keys) == 0:
+		log.Warn("serving WITHOUT client authentication (--no-auth): anyone who reaches this port can use the backends")
+	}
+	srv := server.New(cfg, server.Options{Keys: keys, Logger: log})
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "proxy: cannot listen on %s: %v (is another process using port %d? pick another with --port)\n", addr, err, *port)
+		return 1
+	}
+	httpServer := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+	log.Info("proxy listening", "addr", ln.Addr().String(), "config", cfg.Path, "models", cfg.Aliases(),
+		"messages_endpoint", cfg.PassThrough, "auth", len(keys) > 0)
+
+	select {
+	case err := <-served:
+		log.Error("proxy stopped", "err", err)
+		return 1
+	case <-ctx.Done():
+	}
+	stop()
+	log.Info("shutting down: finishing requests in flight", "active", srv.Active(), "grace", *grace)
+	drainCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := srv.Drain(drainCtx); err != nil {
+		log.Warn("grace period over with requests still in flight", "active", srv.Active())
+	}
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
+	defer cancelClose()
+	if err := httpServer.Shutdown(closeCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("proxy stopped")
+	return 0
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// chatCompletions passes a Chat Completions request through to the
+// backend of its alias: only the model is rewritten (and system turns
+// folded for backends without a system role), and the answer comes back
+// with the alias as its model.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f format) {
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	req, err := translate.ChatToChat(body, s.resolve)
+	if err != nil {
+		f.write(w, requestProblem(err))
+		return
+	}
+	route := s.routes[req.Target.Alias]
+	setAlias(w, route.alias)
+	resp, err := s.pool.Do(r.Context(), s.call(route, req))
+	if err != nil {
+		s.chatBackendError(w, r, err, route)
+		return
+	}
+	if !req.Stream {
+		b, err := readResponse(resp)
+		if err != nil {
+			s.chatBackendError(w, r, err, route)
+			return
+		}
+		if out, err := translate.ChatResponseModel(b, route.alias); err == nil {
+			b = out
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Write(b)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	cs := translate.NewChatStream(route.alias)
+	if err := relay(w, r, resp.Body, cs.Feed, cs.Done, nil, 0); err != nil && r.Context().Err() == nil {
+		// The status is sent; the Chat client learns of the failure from an
+		// error chunk in its own shape.
+		p := streamProblem(err, route)
+		w.Write([]byte("data: " + string(chatErrorBody(p)) + "\n\n"))
+		s.log.Warn("chat stream ended early", "model", route.alias, "err", err)
+	}
+}
+
+// chatBackendError answers a failed backend exchange on the Chat endpoint:
+// the backend's own Chat-format answer passes through (its key scrubbed);
+// what the proxy detected itself is rendered by the table.
+func (s *Server) chatBackendError(w http.ResponseWriter, r *http.Request, err error, route routeInfo) {
+	var ue *upstream.Error
+	if !errors.As(err, &ue) {
+		chatFormat.write(w, problemf(badGateway, "reading the backend's answer: %v", err))
+		return
+	}
+	if r.Context().Err() != nil {
+		return
+	}
+	if ue.Kind == upstream.Status {
+		body := []byte(scrub(string(ue.Body), route.apiKey))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(ue.Status)
+		w.Write(body)
+		return
+	}
+	chatFormat.write(w, backendProblem(ue, route))
+}
+
+// streamProblem explains an error that ended a stream after its start.
+func streamProblem(err error, route routeInfo) problem {
+	var ue *upstream.Error
+	if errors.As(err, &ue) {
+		return backendProblem(ue, route)
+	}
+	var be *translate.BackendError
+	if errors.As(err, &be) {
+		return problemf(badGateway, "backend error mid-stream: %s", scrub(be.Message, route.apiKey))
+	}
+	return problemf(badGateway, "the backend stream broke off: %s", scrub(err.Error(), route.apiKey))
+}

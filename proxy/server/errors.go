@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/messages"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// format is the wire format of the endpoint a client called; every error
+// goes back in it.
+type format int
+
+const (
+	chatFormat format = iota
+	messagesFormat
+)
+
+// problem is an error the proxy answers with, before it is rendered in the
+// caller's format.
+type problem struct {
+	kind    kind
+	message string
+}
+
+type kind int
+
+const (
+	invalidRequest kind = iota
+	unauthenticated
+	notFound
+	methodNotAllowed
+	tooLarge
+	unsupportedMedia
+	rateLimited
+	overloaded // backend 503 after retries
+	badGateway // backend unreachable after retries, or failing
+	timedOut
+	unavailable // the proxy is shutting down
+)
+
+type rendering struct {
+	status       int
+	messagesType string
+	chatStatus   int
+	chatType     string
+}
+
+var renderings = map[kind]rendering{
+	invalidRequest:   {400, messages.InvalidRequestError, 400, chat.InvalidRequestError},
+	unauthenticated:  {401, messages.AuthenticationError, 401, chat.AuthenticationError},
+	notFound:         {404, messages.NotFoundError, 404, chat.NotFoundError},
+	methodNotAllowed: {405, messages.InvalidRequestError, 405, chat.InvalidRequestError},
+	tooLarge:         {413, messages.RequestTooLarge, 413, chat.InvalidRequestError},
+	unsupportedMedia: {415, messages.InvalidRequestError, 415, chat.InvalidRequestError},
+	rateLimited:      {429, messages.RateLimitError, 429, chat.RateLimitError},
+	overloaded:       {529, messages.OverloadedError, 503, chat.UnavailableError},
+	badGateway:       {502, messages.APIError, 502, chat.ServerError},
+	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
+	unavailable:      {503, messages.OverloadedError, 503, chat.UnavailableError},
+}
+
+func (f format) write(w http.ResponseWriter, p problem) {
+	r := renderings[p.kind]
+	status, body := r.status, messages.MarshalError(r.messagesType, p.message)
+	if f == chatFormat {
+		status, body = r.chatStatus, chat.MarshalError(r.chatType, p.message)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if p.kind == unavailable || p.kind == overloaded {
+		h.Set("Retry-After", "5")
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func problemf(k kind, format string, args ...any) problem {
+	return problem{kind: k, message: fmt.Sprintf(format, args...)}
+}
+
+// backendProblem explains a failed exchange with a backend. Backend text is
+// forwarded (clients read it to decide on retries); the backend's key never
+// is.
+func backendProblem(err *upstream.Error, route routeInfo) problem {
+	switch err.Kind {
+	case upstream.Timeout:
+		return problemf(timedOut, "the backend for model %q did not answer within %s (%s of proxy_params, %s): raise it in the config, or pre-warm a cold backend with the warmer", route.alias, err.Limit, err.Timeout, err.Timeout)
+	case upstream.Unreachable:
+		return problemf(badGateway, "the backend for model %q at %s is unreachable: %s. Check that it runs and that proxy_params.api_base is right", route.alias, route.apiBase, scrub(err.Err.Error(), route.apiKey))
+	case upstream.Canceled:
+		return problemf(invalidRequest, "request cancelled by the client")
+	}
+	text := scrub(backendText(err.Body), route.apiKey)
+	switch {
+	case err.Status == http.StatusTooManyRequests:
+		return problemf(rateLimited, "backend rate limit: %s", text)
+	case err.Status == http.StatusServiceUnavailable:
+		return problemf(overloaded, "backend overloaded or loading (503): %s", text)
+	case err.Status == http.StatusUnauthorized || err.Status == http.StatusForbidden:
+		return problemf(badGateway, "the backend for model %q refused the proxy's key (%d): %s. Check proxy_params.api_key", route.alias, err.Status, text)
+	case err.Status == http.StatusNotFound:
+		return problemf(notFound, "NotFoundError: the backend for model %q answered 404: %s. Check that proxy_params.model names a model the backend serves", route.alias, text)
+	case err.Status == http.StatusRequestEntityTooLarge:
+		return problemf(tooLarge, "backend: %s", text)
+	case err.Status/100 == 4:
+		return problemf(invalidRequest, "backend rejected the request (%d): %s", err.Status, text)
+	default:
+		return problemf(badGateway, "backend error (%d): %s", err.Status, text)
+	}
+}
+
+func backendText(body []byte) string {
+	if msg := chat.ParseError(body); msg != "" {
+		return msg
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 2048 {
+		body = body[:2048]
+	}
+	if len(body) == 0 {
+		return "(no message)"
+	}
+	return string(body)
+}
+
+// scrub removes a secret from text that is about to leave the proxy.
+func scrub(text, secret string) string {
+	if len(secret) < 4 {
+		return text
+	}
+	return string(bytes.ReplaceAll([]byte(text), []byte(secret), []byte("[redacted]")))
+}
+
+func chatErrorBody(p problem) []byte {
+	return chat.MarshalError(renderings[p.kind].chatType, p.message)
+}

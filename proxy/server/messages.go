@@ -1,0 +1,271 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+func (s *Server) passThroughOff(w http.ResponseWriter, f format) bool {
+	if s.cfg.PassThrough {
+		return false
+	}
+	f.write(w, problemf(notFound, "the messages endpoint is off: set general_settings.enable_vendora_pass_through: true in %s to turn it on", s.cfg.Path))
+	return true
+}
+
+// messages serves a Messages request by translating it to the Chat format
+// of the alias's backend and the answer back.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
+	if s.passThroughOff(w, f) {
+		return
+	}
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	req, err := translate.MessagesToChat(body, s.resolve)
+	if err != nil {
+		f.write(w, requestProblem(err))
+		return
+	}
+	route := s.routes[req.Target.Alias]
+	setAlias(w, route.alias)
+	if req.Stream {
+		s.messagesStream(w, r, route, req)
+		return
+	}
+	resp, err := s.pool.Do(r.Context(), s.call(route, req))
+	if err != nil {
+		s.messagesBackendError(w, r, err, route)
+		return
+	}
+	b, err := readResponse(resp)
+	if err != nil {
+		s.messagesBackendError(w, r, err, route)
+		return
+	}
+	out, err := translate.ChatToMessages(b, route.alias)
+	if err != nil {
+		messagesFormat.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), route.apiKey)))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.Write(out)
+}
+
+func (s *Server) messagesBackendError(w http.ResponseWriter, r *http.Request, err error, route routeInfo) {
+	if r.Context().Err() != nil {
+		return
+	}
+	var ue *upstream.Error
+	if errors.As(err, &ue) {
+		messagesFormat.write(w, backendProblem(ue, route))
+		return
+	}
+	messagesFormat.write(w, problemf(badGateway, "reading the backend's answer: %s", scrub(err.Error(), route.apiKey)))
+}
+
+type doResult struct {
+	resp *upstream.Response
+	err  error
+}
+
+// messagesStream holds the client's response until the backend answers, so
+// that a backend failing fast still yields a real HTTP status. If the wait
+// reaches the ping interval, it commits the stream (200, message_start) and
+// pings every interval until the backend's first byte.
+func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, route routeInfo, req translate.BackendRequest) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	st := translate.NewStream(route.alias, newMessageID(), req.InputTokens)
+	results := make(chan doResult, 1)
+	go func() {
+		resp, err := s.pool.Do(ctx, s.call(route, req))
+		results <- doResult{resp, err}
+	}()
+	flusher, _ := w.(http.Flusher)
+	committed := false
+	emit := func(b []byte) bool {
+		if !committed {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			committed = true
+		}
+		_, err := w.Write(b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return err == nil
+	}
+	timer := time.NewTimer(s.ping)
+	defer timer.Stop()
+	var res doResult
+wait:
+	for {
+		select {
+		case res = <-results:
+			break wait
+		case <-timer.C:
+			if !emit(st.Ping(st.Start(nil))) {
+				cancel()
+			}
+			timer.Reset(s.ping)
+		case <-r.Context().Done():
+			if res = <-results; res.resp != nil {
+				res.resp.Body.Close()
+			}
+			return
+		}
+	}
+	if res.err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		if !committed {
+			s.messagesBackendError(w, r, res.err, route)
+			return
+		}
+		p := streamProblem(res.err, route)
+		emit(st.Fail(nil, renderings[p.kind].messagesType, p.message))
+		return
+	}
+	defer res.resp.Body.Close()
+	if !emit(st.Start(nil)) {
+		return
+	}
+	err := relay(w, r, res.resp.Body, st.Feed, st.Done, st.Ping, s.ping)
+	if r.Context().Err() != nil {
+		return
+	}
+	if err != nil {
+		p := streamProblem(err, route)
+		var be *translate.BackendError
+		if errors.As(err, &be) {
+			s.log.Warn("backend error mid-stream", "model", route.alias, "err", scrub(be.Message, route.apiKey))
+		} else {
+			s.log.Warn("messages stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+		}
+		emit(st.Fail(nil, renderings[p.kind].messagesType, p.message))
+		return
+	}
+	emit(st.Finish(nil))
+}
+
+func newMessageID() string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	var b [28]byte
+	copy(b[:], "msg_")
+	for i := 4; i < len(b); i++ {
+		b[i] = digits[rand.IntN(len(digits))]
+	}
+	return string(b[:])
+}
+
+// countTokens answers POST /v1/messages/count_tokens locally: with the
+// backend's /tokenize when it has one, an estimate otherwise. The header
+// Dragoman-Token-Count says which.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
+	if s.passThroughOff(w, f) {
+		return
+	}
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	estimate, err := translate.CountTokens(body)
+	if err != nil {
+		f.write(w, requestProblem(err))
+		return
+	}
+	n, source := estimate, "estimate"
+	if alias := modelOf(body); alias != "" {
+		if route, ok := s.routes[alias]; ok {
+			setAlias(w, alias)
+			if count, ok := s.backendCount(r.Context(), route, body); ok {
+				n, source = count, "backend"
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Dragoman-Token-Count", source)
+	w.Write([]byte(`{"input_tokens":` + strconv.Itoa(n) + "}"))
+}
+
+// modelOf reads the model of a request without translating it.
+func modelOf(body []byte) string {
+	var probe struct {
+		Model string `json:"model"`
+	}
+	if err := jsonUnmarshal(body, &probe); err != nil {
+		return ""
+	}
+	return probe.Model
+}
+
+// backendCount asks the backend's /tokenize (vLLM's shape: at the server
+// root, {"model","prompt"} → {"count"}). A backend that has none is
+// remembered and not asked again.
+func (s *Server) backendCount(ctx context.Context, route routeInfo, body []byte) (int, bool) {
+	root := strings.TrimSuffix(route.apiBase, "/v1")
+	s.tokenizeMu.Lock()
+	has, known := s.tokenize[root]
+	s.tokenizeMu.Unlock()
+	if known && !has {
+		return 0, false
+	}
+	text, err := translate.BackendTokenizeText(body)
+	if err != nil {
+		return 0, false
+	}
+	payload, err := jsonMarshal(struct {
+		Model  string `json:"model"`
+		Prompt string `json:"prompt"`
+	}{route.BackendModel, text})
+	if err != nil {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(payload))
+	if err != nil {
+		return 0, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+route.apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var out struct {
+		Count *int `json:"count"`
+	}
+	found := resp.StatusCode == http.StatusOK && jsonUnmarshal(b, &out) == nil && out.Count != nil
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed || (resp.StatusCode == http.StatusOK && !found) {
+		s.tokenizeMu.Lock()
+		s.tokenize[root] = false
+		s.tokenizeMu.Unlock()
+	}
+	if !found {
+		return 0, false
+	}
+	s.tokenizeMu.Lock()
+	s.tokenize[root] = true
+	s.tokenizeMu.Unlock()
+	return *out.Count, true
+}

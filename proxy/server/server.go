@@ -1,0 +1,319 @@
+// Package server is the proxy's HTTP front: routing by path and by model
+// alias, client authentication, error rendering in the caller's own format,
+// streaming relays, health and model listing. How a body is translated is
+// package translate's business; how a backend is reached is package
+// upstream's.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// DefaultPingInterval is how long a Messages stream waits for the backend
+// before it commits and starts sending pings.
+const DefaultPingInterval = 10 * time.Second
+
+// Options are the run-time settings that do not come from the config file.
+type Options struct {
+	Keys         []string // client keys accepted; none means no authentication
+	Logger       *slog.Logger
+	PingInterval time.Duration
+	Pool         *upstream.Pool // nil: a new one
+}
+
+// Server serves the proxy's endpoints. It is an http.Handler.
+type Server struct {
+	cfg    *config.Config
+	keys   [][]byte
+	log    *slog.Logger
+	pool   *upstream.Pool
+	ping   time.Duration
+	mux    *http.ServeMux
+	routes map[string]routeInfo
+
+	draining atomic.Bool
+	inflight sync.WaitGroup
+	active   atomic.Int64
+
+	tokenizeMu sync.Mutex
+	tokenize   map[string]bool // api_base → serves /tokenize
+}
+
+// routeInfo is a config route with what the handlers need precomputed.
+type routeInfo struct {
+	config.Route
+	alias   string
+	apiBase string
+	apiKey  string
+	target  translate.Target
+}
+
+// New returns a Server for a validated configuration.
+func New(cfg *config.Config, opts Options) *Server {
+	s := &Server{
+		cfg:      cfg,
+		log:      opts.Logger,
+		pool:     opts.Pool,
+		ping:     opts.PingInterval,
+		mux:      http.NewServeMux(),
+		routes:   make(map[string]routeInfo, len(cfg.Routes)),
+		tokenize: map[string]bool{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.pool == nil {
+		s.pool = upstream.NewPool()
+	}
+	if s.ping <= 0 {
+		s.ping = DefaultPingInterval
+	}
+	for _, k := range opts.Keys {
+		if k != "" {
+			s.keys = append(s.keys, []byte(k))
+		}
+	}
+	for _, r := range cfg.Routes {
+		s.routes[r.Alias] = routeInfo{Route: r, alias: r.Alias, apiBase: r.APIBase, apiKey: r.APIKey, target: translate.Target{
+			Alias:                   r.Alias,
+			BackendModel:            r.BackendModel,
+			SupportsSystemMessage:   r.SupportsSystemMessage,
+			SupportsReasoningEffort: r.SupportsReasoningEffort,
+			MaxOutputTokens:         r.MaxOutputTokens,
+		}}
+	}
+	s.mux.HandleFunc("/v1/chat/completions", s.api(chatFormat, http.MethodPost, s.chatCompletions))
+	s.mux.HandleFunc("/chat/completions", s.api(chatFormat, http.MethodPost, s.chatCompletions))
+	s.mux.HandleFunc("/v1/messages", s.api(messagesFormat, http.MethodPost, s.messages))
+	s.mux.HandleFunc("/v1/messages/count_tokens", s.api(messagesFormat, http.MethodPost, s.countTokens))
+	s.mux.HandleFunc("/v1/models", s.api(chatFormat, http.MethodGet, s.models))
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("HEAD /{$}", ok)
+	s.mux.HandleFunc("HEAD /api/hello", ok)
+	s.mux.HandleFunc("/", s.notFound)
+	return s
+}
+
+// ServeHTTP serves a request with a request id, an access log line, and
+// panic recovery.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := requestID(r)
+	w.Header().Set("Request-Id", id)
+	rec := &recorder{ResponseWriter: w}
+	start := time.Now()
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "request_id", id, "panic", v)
+			if rec.status == 0 {
+				formatOf(r.URL.Path).write(rec, problemf(badGateway, "internal error (request %s)", id))
+			}
+		}
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			s.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+				"status", rec.status, "model", rec.alias, "bytes", rec.bytes, "duration", time.Since(start).Round(time.Microsecond))
+		}
+	}()
+	s.mux.ServeHTTP(rec, r)
+}
+
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 {
+		return id
+	}
+	return "req_" + strconv.FormatUint(rand.Uint64(), 36)
+}
+
+// Drain makes the server refuse new API requests with 503 and waits until
+// the ones in flight end or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Active reports the API requests in flight.
+func (s *Server) Active() int64 { return s.active.Load() }
+
+// api wraps an endpoint: method check, draining, authentication.
+func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.Request, format)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			f.write(w, problemf(methodNotAllowed, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, method))
+			return
+		}
+		if s.draining.Load() {
+			f.write(w, problemf(unavailable, "the proxy is shutting down: retry in a moment"))
+			return
+		}
+		s.inflight.Add(1)
+		s.active.Add(1)
+		defer func() { s.active.Add(-1); s.inflight.Done() }()
+		if p, ok := s.authenticate(r); !ok {
+			f.write(w, p)
+			return
+		}
+		h(w, r, f)
+	}
+}
+
+func (s *Server) authenticate(r *http.Request) (problem, bool) {
+	if len(s.keys) == 0 {
+		return problem{}, true
+	}
+	auth := r.Header.Values("Authorization")
+	xkey := r.Header.Values("X-Api-Key")
+	if len(auth) > 1 || len(xkey) > 1 {
+		return problemf(invalidRequest, "send one Authorization header (or one x-api-key), not several"), false
+	}
+	var got string
+	switch {
+	case len(auth) == 1:
+		scheme, token, found := strings.Cut(auth[0], " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") {
+			return problemf(unauthenticated, "the Authorization header must be \"Bearer <key>\""), false
+		}
+		got = strings.TrimSpace(token)
+	case len(xkey) == 1:
+		got = xkey[0]
+	default:
+		return problemf(unauthenticated, "missing key: send Authorization: Bearer <key> (or x-api-key) with the proxy's key (PROXY_API_KEY or general_settings.master_key)"), false
+	}
+	for _, k := range s.keys {
+		if subtle.ConstantTimeCompare([]byte(got), k) == 1 {
+			return problem{}, true
+		}
+	}
+	return problemf(unauthenticated, "invalid key: send the proxy's key (PROXY_API_KEY or general_settings.master_key), not the backend's"), false
+}
+
+// resolve maps an alias to its route, for translate.Resolver.
+func (s *Server) resolve(alias string) (translate.Target, error) {
+	r, ok := s.routes[alias]
+	if !ok {
+		return translate.Target{}, &unknownAlias{alias: alias, known: s.cfg.Aliases()}
+	}
+	return r.target, nil
+}
+
+type unknownAlias struct {
+	alias string
+	known []string
+}
+
+func (e *unknownAlias) Error() string {
+	if e.alias == "" {
+		return "model is missing: send \"model\" with one of the configured aliases: " + strings.Join(e.known, ", ")
+	}
+	return "NotFoundError: model \"" + e.alias + "\" is not in model_list (configured: " + strings.Join(e.known, ", ") +
+		"). Add it to model_list as model_name: " + e.alias + " in the proxy's config"
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ format) {
+	// One shape that both formats' clients read: the Chat list fields and
+	// the Messages list fields side by side.
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	for i, r := range s.cfg.Routes {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := strconv.Quote(r.Alias)
+		b.WriteString(`{"id":` + id + `,"object":"model","type":"model","display_name":` + id +
+			`,"created":0,"created_at":"1970-01-01T00:00:00Z","owned_by":"dragoman"}`)
+	}
+	aliases := s.cfg.Aliases()
+	b.WriteString(`],"has_more":false,"first_id":` + strconv.Quote(aliases[0]) + `,"last_id":` + strconv.Quote(aliases[len(aliases)-1]) + "}")
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(b.String()))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"status":"ok"}`))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"status":"draining"}`))
+		return
+	}
+	w.Write([]byte(`{"status":"ready"}`))
+}
+
+func ok(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	formatOf(r.URL.Path).write(w, problemf(notFound, "no endpoint %s %s: the proxy serves POST /v1/messages, POST /v1/chat/completions, POST /v1/messages/count_tokens and GET /v1/models", r.Method, r.URL.Path))
+}
+
+func formatOf(path string) format {
+	if strings.HasPrefix(path, "/v1/messages") {
+		return messagesFormat
+	}
+	return chatFormat
+}
+
+// recorder notes what the access log reports.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+	alias  string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// setAlias records the model for the access log.
+func setAlias(w http.ResponseWriter, alias string) {
+	if r, ok := w.(*recorder); ok {
+		r.alias = alias
+	}
+}

@@ -1,0 +1,282 @@
+// Package upstream sends requests to backends: one tuned http.Client per
+// backend base URL, retries with exponential backoff before the first byte
+// (connection refused, 503 while a model loads), the request and stream
+// timeouts of the route, and cancellation when the client goes away. It
+// knows nothing of wire formats beyond bytes and status codes.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Kind classifies a failed exchange with a backend.
+type Kind int
+
+const (
+	// Status: the backend answered with a non-2xx status; Error.Status and
+	// Error.Body hold its answer.
+	Status Kind = iota + 1
+	// Unreachable: no connection could be made, after retries.
+	Unreachable
+	// Timeout: the route's timeout or stream_timeout fired.
+	Timeout
+	// Canceled: the client went away.
+	Canceled
+)
+
+// Error is a failed exchange with a backend.
+type Error struct {
+	Kind    Kind
+	Status  int    // Kind == Status
+	Body    []byte // Kind == Status: the backend's answer (bounded)
+	Timeout string // Kind == Timeout: "timeout" or "stream_timeout"
+	Limit   time.Duration
+	Err     error
+}
+
+func (e *Error) Error() string {
+	switch e.Kind {
+	case Status:
+		return fmt.Sprintf("backend answered %d", e.Status)
+	case Timeout:
+		return fmt.Sprintf("backend did not answer within %s (%s)", e.Timeout, e.Limit)
+	case Canceled:
+		return "client went away"
+	default:
+		return fmt.Sprintf("backend unreachable: %v", e.Err)
+	}
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Call describes one request to a backend.
+type Call struct {
+	BaseURL       string // api_base, ending in /v1
+	Path          string // e.g. "/chat/completions"
+	APIKey        string
+	Body          []byte
+	Stream        bool
+	Timeout       time.Duration // bounds a non-stream exchange
+	StreamTimeout time.Duration // bounds the wait for the first byte and each next read of a stream
+	Retries       int
+}
+
+// Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
+func Backoff(n int) time.Duration {
+	d := 250 * time.Millisecond << n
+	return min(d, 4*time.Second)
+}
+
+// Pool holds one client per backend base URL.
+type Pool struct {
+	mu      sync.Mutex
+	clients map[string]*http.Client
+	backoff func(int) time.Duration
+}
+
+// NewPool returns an empty Pool.
+func NewPool() *Pool {
+	return &Pool{clients: map[string]*http.Client{}, backoff: Backoff}
+}
+
+// SetBackoff replaces the retry schedule (tests shorten it).
+func (p *Pool) SetBackoff(f func(int) time.Duration) { p.backoff = f }
+
+func (p *Pool) client(base string) *http.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[base]; ok {
+		return c
+	}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+		DisableCompression:    true, // a backend on the LAN gains nothing, and streams must not be buffered
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        32 << 10,
+	}
+	c := &http.Client{Transport: t}
+	p.clients[base] = c
+	return c
+}
+
+// Response is a backend's 2xx answer. Its Body enforces the timeouts of the
+// call; Close releases everything.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   io.ReadCloser
+}
+
+// Do sends the call and returns the backend's 2xx response, retrying
+// connection failures and 503 before the first byte. Any other outcome is
+// an *Error. ctx is the client's request context: its end cancels the
+// backend request at once.
+func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
+	limit, which := c.Timeout, "timeout"
+	if c.Stream {
+		limit, which = c.StreamTimeout, "stream_timeout"
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := newWatchdog(limit, func() { cancel(errTimedOut) })
+	var lastErr *Error
+	for attempt := 0; ; attempt++ {
+		resp, err := p.once(ctx, c)
+		if err == nil && resp.StatusCode/100 == 2 {
+			if c.Stream {
+				w.reset() // the first byte came; now each read gets the full stream_timeout
+			}
+			return &Response{Status: resp.StatusCode, Header: resp.Header, Body: &body{rc: resp.Body, w: w, stream: c.Stream, cancel: cancel, which: which, limit: limit}}, nil
+		}
+		lastErr = classify(ctx, resp, err, which, limit)
+		if lastErr.Kind == Timeout || lastErr.Kind == Canceled || !retryable(lastErr) || attempt >= c.Retries {
+			break
+		}
+		if !sleep(ctx, p.backoff(attempt)) {
+			lastErr = classify(ctx, nil, ctx.Err(), which, limit)
+			break
+		}
+	}
+	w.stop()
+	cancel(nil)
+	return nil, lastErr
+}
+
+var errTimedOut = errors.New("upstream timeout")
+
+func (p *Pool) once(ctx context.Context, c Call) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, bytes.NewReader(c.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	return p.client(c.BaseURL).Do(req)
+}
+
+// maxErrorBody bounds how much of a backend's error answer is kept.
+const maxErrorBody = 64 << 10
+
+func classify(ctx context.Context, resp *http.Response, err error, which string, limit time.Duration) *Error {
+	if resp != nil {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return &Error{Kind: Status, Status: resp.StatusCode, Body: b}
+	}
+	if errors.Is(context.Cause(ctx), errTimedOut) {
+		return &Error{Kind: Timeout, Timeout: which, Limit: limit, Err: err}
+	}
+	if ctx.Err() != nil {
+		return &Error{Kind: Canceled, Err: ctx.Err()}
+	}
+	return &Error{Kind: Unreachable, Err: err}
+}
+
+func retryable(e *Error) bool {
+	switch e.Kind {
+	case Unreachable:
+		return true
+	case Status:
+		return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusBadGateway
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// body enforces the timeouts while the caller reads a response.
+type body struct {
+	rc     io.ReadCloser
+	w      *watchdog
+	stream bool
+	cancel context.CancelCauseFunc
+	which  string
+	limit  time.Duration
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 && b.stream {
+		b.w.reset()
+	}
+	if err != nil && err != io.EOF && b.w.fired() {
+		return n, &Error{Kind: Timeout, Timeout: b.which, Limit: b.limit, Err: err}
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	b.w.stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
+}
+
+// watchdog calls fire when it is not reset within limit.
+type watchdog struct {
+	limit time.Duration
+	timer *time.Timer
+	mu    sync.Mutex
+	done  bool
+}
+
+func newWatchdog(limit time.Duration, fire func()) *watchdog {
+	w := &watchdog{limit: limit}
+	if limit > 0 {
+		w.timer = time.AfterFunc(limit, func() {
+			w.mu.Lock()
+			w.done = true
+			w.mu.Unlock()
+			fire()
+		})
+	}
+	return w
+}
+
+func (w *watchdog) reset() {
+	if w.timer != nil {
+		w.timer.Reset(w.limit)
+	}
+}
+
+func (w *watchdog) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+func (w *watchdog) fired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done
+}
