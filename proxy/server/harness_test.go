@@ -1,0 +1,146 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/server"
+	"github.com/dragoman-dev/dragoman/proxy/stub"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+const (
+	clientKey  = "sk-proxy-test-key"
+	backendKey = "sk-backend-secret-key"
+)
+
+// harness is a real proxy on a loopback port in front of a stub backend.
+type harness struct {
+	t       *testing.T
+	backend *stub.Server
+	stubURL string
+	proxy   *httptest.Server
+	server  *server.Server
+	logs    *syncBuffer
+}
+
+type harnessOptions struct {
+	stub       stub.Options
+	extraYAML  string // appended to every route's proxy_params
+	settings   string // general_settings body
+	ping       time.Duration
+	backendURL string // overrides the stub's URL
+	routesYAML string // replaces the default model_list
+}
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	h := &harness{t: t, backend: stub.New(o.stub), logs: &syncBuffer{}}
+	backend := httptest.NewServer(h.backend)
+	t.Cleanup(backend.Close)
+	h.stubURL = backend.URL
+	base := backend.URL + "/v1"
+	if o.backendURL != "" {
+		base = o.backendURL
+	}
+	routes := o.routesYAML
+	if routes == "" {
+		params := "      model: vendorb/qwen3-coder\n      api_base: " + base + "\n      api_key: os.environ/TEST_BACKEND_KEY\n" + o.extraYAML
+		routes = "model_list:\n" +
+			"  - model_name: claude-opus-5-5\n    proxy_params:\n" + params +
+			"  - model_name: local-model\n    proxy_params:\n" + params
+	}
+	settings := o.settings
+	if settings == "" {
+		settings = "  enable_vendora_pass_through: true\n"
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(routes+"general_settings:\n"+settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_BACKEND_KEY", backendKey)
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool()
+	pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
+	h.server = server.New(cfg, server.Options{
+		Keys:         []string{clientKey},
+		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PingInterval: o.ping,
+		Pool:         pool,
+	})
+	h.proxy = httptest.NewServer(h.server)
+	t.Cleanup(h.proxy.Close)
+	t.Cleanup(func() {
+		if strings.Contains(h.logs.String(), backendKey) || strings.Contains(h.logs.String(), clientKey) {
+			t.Errorf("a key reached the logs:\n%s", h.logs.String())
+		}
+	})
+	return h
+}
+
+// post sends a raw request with the client key.
+func (h *harness) post(path, body string, header ...string) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.proxy.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// backendRequests returns the bodies the backend received.
+func (h *harness) backendRequests() []map[string]any {
+	var out []map[string]any
+	for _, r := range h.backend.Requests() {
+		if r.Path != "/v1/chat/completions" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			h.t.Fatalf("backend got invalid JSON: %v", err)
+		}
+		out = append(out, m)
+		if got := r.Header.Get("Authorization"); got != "Bearer "+backendKey {
+			h.t.Errorf("backend Authorization = %q, want the backend key", got)
+		}
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

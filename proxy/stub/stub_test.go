@@ -1,0 +1,157 @@
+package stub
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func TestTextAnswerAndRecord(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp := post(t, srv.URL, `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"ping"}]}`)
+	defer resp.Body.Close()
+	var out struct {
+		Model   string
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Model != "m" || out.Choices[0].Message.Content != "Hello from stub-backend. You said: ping" || out.Choices[0].FinishReason != "stop" || out.Usage.PromptTokens != 1 {
+		t.Errorf("answer = %+v", out)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" || reqs[0].Done.IsZero() || reqs[0].Cancelled {
+		t.Errorf("record = %+v", reqs)
+	}
+}
+
+func TestMaxTokensCuts(t *testing.T) {
+	srv := httptest.NewServer(New(Options{}))
+	defer srv.Close()
+	resp := post(t, srv.URL, `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"ping"}]}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"content":"Hello "`) || !strings.Contains(string(b), `"finish_reason":"length"`) {
+		t.Errorf("max_tokens 1 answer: %s", b)
+	}
+}
+
+func TestStreamParallelToolCalls(t *testing.T) {
+	srv := httptest.NewServer(New(Options{}))
+	defer srv.Close()
+	resp := post(t, srv.URL, `{"model":"m","stream":true,"messages":[{"role":"user","content":"stub:parallel"}],
+		"tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object","properties":{"file_path":{"type":"string"}}}}}]}`)
+	defer resp.Body.Close()
+	args := map[int]string{}
+	ids := map[int]string{}
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			done = true
+			break
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls []struct {
+						Index    int
+						ID       string
+						Function struct{ Arguments string }
+					} `json:"tool_calls"`
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("bad chunk %s: %v", line, err)
+		}
+		for _, ch := range c.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				args[tc.Index] += tc.Function.Arguments
+				if tc.ID != "" {
+					ids[tc.Index] = tc.ID
+				}
+			}
+		}
+	}
+	if !done {
+		t.Error("no [DONE]")
+	}
+	if args[0] != `{"file_path": "stub-file_path"}` || args[1] != `{"file_path": "stub2-file_path"}` || ids[0] != "call_stub_1" || ids[1] != "call_stub_2" {
+		t.Errorf("calls: ids %v args %v", ids, args)
+	}
+}
+
+func TestLoadingAnswers503(t *testing.T) {
+	srv := httptest.NewServer(New(Options{Loading: time.Hour}))
+	defer srv.Close()
+	resp := post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "Loading model") {
+		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+}
+
+func TestColdStartHoldsFirstRequests(t *testing.T) {
+	srv := httptest.NewServer(New(Options{ColdStart: 300 * time.Millisecond}))
+	defer srv.Close()
+	start := time.Now()
+	post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"x"}]}`).Body.Close()
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("cold request answered after %s", d)
+	}
+	start = time.Now()
+	post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"x"}]}`).Body.Close()
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("warm request took %s", d)
+	}
+}
+
+func TestCancelledRequestIsRecorded(t *testing.T) {
+	s := New(Options{FirstTokenDelay: 5 * time.Second})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("request was not cut")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := s.Requests(); len(r) == 1 && r[0].Cancelled && !r[0].Done.IsZero() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("cancellation not recorded: %+v", s.Requests())
+}
