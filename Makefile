@@ -9,7 +9,7 @@ BIN       := bin
 MODULES   := ./proxy/... ./warmer/... ./notifier/...
 LDFLAGS   := -s -w
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
-STATICCHECK_VERSION := 2026.2.2
+STATICCHECK_VERSION := v0.8.2
 
 # testcontainers-go on this kind of machine: its reaper image cannot be pulled,
 # and the Docker host must be reached on loopback.
