@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// binary is notify-chat built once for the tests in this file.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "notify-chat-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "notify-chat")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building notify-chat:", err)
+		os.Exit(1)
+	}
+	status := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(status)
+}
+
+type binaryResult struct {
+	status         int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// runBinary runs the built notify-chat with exactly env, never the test's own
+// environment, so a developer's real CHAT_WEBHOOK_URL is never used.
+func runBinary(t *testing.T, env []string, stdin []byte, args ...string) binaryResult {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append([]string{"HOME=" + t.TempDir()}, env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatal(err)
+	}
+	return binaryResult{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String(), time.Since(start)}
+}
+
+func TestBinaryPostsStopMessage(t *testing.T) {
+	hook := newChatWebhook(t, nil)
+	res := runBinary(t, []string{envWebhookURL + "=" + hook.secretURL()}, []byte(stopInput))
+	want := "{\"text\":\"✅ Task complete in `myproj` (session `abc123`)\"}"
+	if got := hook.onlyBody(t); got != want {
+		t.Errorf("body = %s\nwant   %s", got, want)
+	}
+	if res.status != 0 || res.stdout != "" || res.stderr != "" {
+		t.Errorf("got %+v, want status 0 and no output", res)
+	}
+}
+
+func TestBinaryReadsStdinLargerThanPipeBuffer(t *testing.T) {
+	hook := newChatWebhook(t, nil)
+	res := runBinary(t, []string{envWebhookURL + "=" + hook.secretURL()}, hugeStopInput(t), "Stop")
+	want := "{\"text\":\"✅ Task complete in `bigproj` (session `big-session`)\"}"
+	if got := hook.onlyBody(t); got != want {
+		t.Errorf("body = %s\nwant   %s", got, want)
+	}
+	if res.status != 0 || res.stderr != "" {
+		t.Errorf("status %d stderr %q, want 0 and nothing", res.status, res.stderr)
+	}
+}
+
+func TestBinaryExitsZeroWhateverHappens(t *testing.T) {
+	tests := []struct {
+		name    string
+		url     func(t *testing.T) string
+		stdin   string
+		slow    bool
+		message string // expected on stderr; empty: stderr stays empty
+	}{
+		{"webhook URL unset", nil, stopInput, false, ""},
+		{"webhook 500", func(t *testing.T) string {
+			return newChatWebhook(t, respondWith(http.StatusInternalServerError)).secretURL()
+		}, stopInput, false, "500"},
+		{"webhook 429 twice", func(t *testing.T) string {
+			return newChatWebhook(t, respondWith(http.StatusTooManyRequests, "Retry-After", "0")).secretURL()
+		}, stopInput, false, "429"},
+		{"connection refused", refusingURL, stopInput, false, "refused"},
+		{"malformed URL", func(*testing.T) string { return "http://127.0.0.1:port" + secretPath }, stopInput, false, "port"},
+		{"stdin not JSON", func(t *testing.T) string { return newChatWebhook(t, nil).secretURL() }, "<<garbage>>", false, "not the hook JSON"},
+		{"webhook hangs past the real budget", func(t *testing.T) string { return newChatWebhook(t, hang).secretURL() }, stopInput, true, "budget"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.slow && testing.Short() {
+				t.Skip("waits for the real 5 s budget")
+			}
+			t.Parallel()
+			var env []string
+			webhookURL := ""
+			if tt.url != nil {
+				webhookURL = tt.url(t)
+				env = append(env, envWebhookURL+"="+webhookURL)
+			}
+			res := runBinary(t, env, []byte(tt.stdin))
+			if res.status != 0 {
+				t.Errorf("exit status %d, want 0 (stderr %q)", res.status, res.stderr)
+			}
+			if res.took > 7*time.Second {
+				t.Errorf("took %v, want it within the 5 s budget", res.took)
+			}
+			switch {
+			case tt.message == "" && res.stderr != "":
+				t.Errorf("stderr = %q, want nothing", res.stderr)
+			case !strings.Contains(res.stderr, tt.message):
+				t.Errorf("stderr = %q, want it to mention %q", res.stderr, tt.message)
+			}
+			if webhookURL != "" && (strings.Contains(res.stderr, "SECRET") || strings.Contains(res.stderr, webhookURL)) {
+				t.Errorf("stderr reveals the webhook URL: %q", res.stderr)
+			}
+		})
+	}
+}
+
+func TestBinaryInstall(t *testing.T) {
+	configDir := t.TempDir()
+	env := []string{envConfigDir + "=" + configDir}
+	first := runBinary(t, env, nil, "install")
+	if first.status != 0 {
+		t.Fatalf("install: status %d stderr %q", first.status, first.stderr)
+	}
+	installed := filepath.Join(configDir, "hooks", "notify-chat")
+	assertSameContent(t, installed, binary)
+	if info, err := os.Stat(installed); err != nil || info.Mode().Perm() != 0o755 {
+		t.Fatalf("installed binary: %v, mode %v; want mode 0755", err, info.Mode().Perm())
+	}
+	settings := filepath.Join(configDir, "settings.json")
+	before, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(before), `"command": "`+installed+`"`); n != 2 {
+		t.Errorf("settings register %s %d times, want twice (Stop and Notification):\n%s", installed, n, before)
+	}
+	again := runBinary(t, env, nil, "install")
+	after, _ := os.ReadFile(settings)
+	if again.status != 0 || !bytes.Equal(before, after) {
+		t.Errorf("second install: status %d, settings unchanged: %v", again.status, bytes.Equal(before, after))
+	}
+	fromInstalled := exec.Command(installed, "install", "--config-dir", configDir)
+	fromInstalled.Env = []string{"HOME=" + t.TempDir()}
+	if out, err := fromInstalled.CombinedOutput(); err != nil {
+		t.Errorf("installed binary reinstalling itself: %v\n%s", err, out)
+	}
+	assertSameContent(t, installed, binary)
+}
+
+func TestBinaryInstallRefusesMalformedSettings(t *testing.T) {
+	configDir := t.TempDir()
+	settings := filepath.Join(configDir, "settings.json")
+	if err := os.WriteFile(settings, []byte(`{"hooks":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runBinary(t, []string{envConfigDir + "=" + configDir}, nil, "install")
+	if res.status == 0 || !strings.Contains(res.stderr, settings) {
+		t.Errorf("status %d stderr %q, want non-zero and the file named", res.status, res.stderr)
+	}
+	if got, _ := os.ReadFile(settings); string(got) != `{"hooks":` {
+		t.Errorf("malformed settings now hold %q", got)
+	}
+}
+
+func assertSameContent(t *testing.T, a, b string) {
+	t.Helper()
+	aData, errA := os.ReadFile(a)
+	bData, errB := os.ReadFile(b)
+	if errA != nil || errB != nil || !bytes.Equal(aData, bData) {
+		t.Errorf("%s and %s differ (errors %v, %v)", a, b, errA, errB)
+	}
+}

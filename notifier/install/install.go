@@ -1,0 +1,165 @@
+// Package install owns "notify-chat install": it copies the binary into the
+// client's config folder and registers it as the Stop and Notification hook in
+// a client settings file, merging into what is there, writing atomically and
+// keeping a backup of the previous file. A settings file it cannot read as
+// settings is refused and left untouched.
+package install
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ProjectSettings is the per-project settings file, relative to the project folder.
+var ProjectSettings = filepath.Join(".client", "settings.local.json")
+
+// newSettingsMode is the mode of a settings file install creates; an existing
+// file keeps its own.
+const newSettingsMode fs.FileMode = 0o600
+
+const binaryMode fs.FileMode = 0o755
+
+// Options say what to install where.
+type Options struct {
+	Source    string // the binary to install, normally the running one
+	ConfigDir string // the binary goes to ConfigDir/hooks/notify-chat
+	Settings  string // the settings file to register it in
+	DryRun    bool   // print what would be written, write nothing
+}
+
+// BinaryPath is where install puts the binary under configDir.
+func BinaryPath(configDir string) string {
+	return filepath.Join(configDir, "hooks", "notify-chat")
+}
+
+// GlobalSettings is the client's global settings file under configDir.
+func GlobalSettings(configDir string) string {
+	return filepath.Join(configDir, "settings.json")
+}
+
+// Command is the hook command that runs binary: its path, quoted for the
+// shell only when the path holds characters the shell would split or expand.
+func Command(binary string) string {
+	if !strings.ContainsFunc(binary, needsQuoting) {
+		return binary
+	}
+	return "'" + strings.ReplaceAll(binary, "'", `'\''`) + "'"
+}
+
+func needsQuoting(r rune) bool {
+	plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%,=", r)
+	return !plain
+}
+
+// Run installs as opts say and reports each step on out.
+func Run(opts Options, out io.Writer) error {
+	binary, err := filepath.Abs(BinaryPath(opts.ConfigDir))
+	if err != nil {
+		return err
+	}
+	settings, err := readSettings(opts.Settings)
+	if err != nil {
+		return err
+	}
+	merged, changed, err := Register(settings.data, Command(binary))
+	if err != nil {
+		return fmt.Errorf("%s is not valid client settings (%v); it was left untouched. Fix or move it, then run install again", settings.path, err)
+	}
+	if opts.DryRun {
+		printPlan(out, opts.Source, binary, settings, merged, changed)
+		return nil
+	}
+	if err := installBinary(out, opts.Source, binary); err != nil {
+		return err
+	}
+	if !changed {
+		fmt.Fprintf(out, "%s already registers it for %s; left unchanged\n", settings.path, eventList())
+		return nil
+	}
+	if err := settings.replace(merged); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "registered it for %s in %s%s\n", eventList(), settings.path, settings.backupNote())
+	return nil
+}
+
+func installBinary(out io.Writer, source, binary string) error {
+	if sameFile(source, binary) {
+		fmt.Fprintf(out, "%s is the running binary; kept as it is\n", binary)
+		return nil
+	}
+	if err := copyExecutable(source, binary); err != nil {
+		return fmt.Errorf("installing the binary: %w", err)
+	}
+	fmt.Fprintf(out, "installed %s\n", binary)
+	return nil
+}
+
+func printPlan(out io.Writer, source, binary string, settings settingsFile, merged []byte, changed bool) {
+	fmt.Fprintf(out, "would copy %s to %s (mode %#o)\n", source, binary, binaryMode)
+	if !changed {
+		fmt.Fprintf(out, "%s already registers it for %s; nothing to write\n", settings.path, eventList())
+		return
+	}
+	fmt.Fprintf(out, "would write %s%s:\n%s", settings.path, settings.backupNote(), merged)
+}
+
+func eventList() string {
+	return strings.Join(Events, " and ")
+}
+
+// settingsFile is a settings file as install found it.
+type settingsFile struct {
+	path   string
+	data   []byte
+	mode   fs.FileMode
+	exists bool
+}
+
+func readSettings(path string) (settingsFile, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return settingsFile{}, err
+	}
+	file := settingsFile{path: abs, mode: newSettingsMode}
+	info, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return file, nil
+	}
+	if err != nil {
+		return settingsFile{}, err
+	}
+	file.data, err = os.ReadFile(abs)
+	file.mode, file.exists = info.Mode().Perm(), true
+	return file, err
+}
+
+func (f settingsFile) backupPath() string {
+	return f.path + ".bak"
+}
+
+func (f settingsFile) backupNote() string {
+	if !f.exists {
+		return " (a new file)"
+	}
+	return " (previous version kept in " + f.backupPath() + ")"
+}
+
+// replace backs the current content up, then writes merged in its place.
+func (f settingsFile) replace(merged []byte) error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return err
+	}
+	if f.exists {
+		if err := writeAtomic(f.backupPath(), bytes.NewReader(f.data), f.mode); err != nil {
+			return fmt.Errorf("backing up %s: %w", f.path, err)
+		}
+	}
+	return writeAtomic(f.path, bytes.NewReader(merged), f.mode)
+}
