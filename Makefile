@@ -28,7 +28,8 @@ build:
 	$(GOBUILD) -o $(BIN)/notify-chat ./notifier/cmd/notify-chat
 
 test: build
-	$(GO) test -count=1 $(MODULES)
+	$(GO) test -count=1 $$($(GO) list $(MODULES) | grep -v '/proxy/integration$$')
+	$(GO) test -count=1 -v -timeout 20m ./proxy/integration/  # the Docker stack, test names shown
 
 lint:
 	@out=$$(gofmt -l proxy warmer notifier); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -37,3 +38,46 @@ lint:
 
 clean:
 	rm -rf $(BIN)
+
+# ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
+#
+#   make up     build bin/ and the images, start backend stub + proxy + warmer,
+#               wait until healthy, print the client variables
+#   make down   stop the stack; remove its containers, network and images
+
+COMPOSE := docker compose
+
+.PHONY: up down docker-check compose-plugin
+
+docker-check:
+	@docker info >/dev/null 2>&1 || { echo "make: no Docker engine answers: start dockerd (as root: dockerd >/tmp/dockerd.log 2>&1 &; .ci/run does it)" >&2; exit 1; }
+
+# docker compose v2 is not in Debian 12: built from the Go module proxy when missing.
+compose-plugin:
+	@deploy/compose-plugin.sh
+
+# A fresh .env from .env.example, with a random proxy key (never overwritten).
+.env: | .env.example
+	@key="sk-dragoman-$$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"; \
+	sed "s/<PROXY_API_KEY>/$$key/g" .env.example > .env.tmp && chmod 600 .env.tmp && mv .env.tmp .env
+	@echo "created .env from .env.example (PROXY_API_KEY is a new random key)"
+
+up: docker-check compose-plugin build .env
+	@$(COMPOSE) up --detach --build --wait --wait-timeout 120 --remove-orphans || \
+	  { $(COMPOSE) ps --all; $(COMPOSE) logs --tail 40; exit 1; }
+	@$(COMPOSE) ps
+	@url="http://localhost:$$($(COMPOSE) port proxy 4000 | sed 's/.*://')"; \
+	key=$$(grep '^PROXY_API_KEY=' .env | tail -n 1 | cut -d= -f2- | tr -d "\"'"); \
+	echo; \
+	echo "Dragoman is up at $$url (stub backend, warmer running). For the coding client:"; \
+	echo "  export VENDORA_BASE_URL=$$url"; \
+	echo "  export VENDORA_AUTH_TOKEN='$$key'"; \
+	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CODING_CLIENT_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
+	echo "For a Chat Completions client:"; \
+	echo "  export VENDORB_BASE_URL=$$url VENDORB_API_KEY='$$key'"; \
+	echo "(or all of .env at once: set -a; . ./.env; set +a)"; \
+	echo "Try: curl -s $$url/v1/messages -H 'Authorization: Bearer $$key' -d '{\"model\":\"claude-opus-5-5\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'"; \
+	echo "Stop: make down"
+
+down: docker-check compose-plugin
+	$(COMPOSE) down --rmi local --volumes --remove-orphans
