@@ -13,8 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-func chatClient(h *harness, key string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(h.proxy.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+func chatClient(h *harness, key string) *openai.Client {
+	c := openai.NewClient(option.WithBaseURL(h.proxy.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return &c
 }
 
 func chatParams(model, text string) openai.ChatCompletionNewParams {

@@ -19,8 +19,9 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
 
-func messagesClient(h *harness, key string) anthropic.Client {
-	return anthropic.NewClient(option.WithBaseURL(h.proxy.URL), option.WithAPIKey(key), option.WithMaxRetries(0))
+func messagesClient(h *harness, key string) *anthropic.Client {
+	c := anthropic.NewClient(option.WithBaseURL(h.proxy.URL), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return &c
 }
 
 func userText(model, text string) anthropic.MessageNewParams {
@@ -37,7 +38,7 @@ var bashTool = anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{Pro
 }}, "Bash")
 
 // accumulate runs a stream to its end with the SDK's own accumulator.
-func accumulate(t *testing.T, client anthropic.Client, params anthropic.MessageNewParams) anthropic.Message {
+func accumulate(t *testing.T, client *anthropic.Client, params anthropic.MessageNewParams) anthropic.Message {
 	t.Helper()
 	stream := client.Messages.NewStreaming(context.Background(), params)
 	var msg anthropic.Message
@@ -282,6 +283,26 @@ func readEvents(t *testing.T, body io.Reader) []byte {
 	return b
 }
 
+// streamedText joins the text deltas of a Messages stream.
+func streamedText(t *testing.T, events []byte) string {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.Split(string(events), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || !strings.Contains(data, "text_delta") {
+			continue
+		}
+		var ev struct {
+			Delta struct{ Text string } `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("bad event %s: %v", data, err)
+		}
+		b.WriteString(ev.Delta.Text)
+	}
+	return b.String()
+}
+
 func TestMessagesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{FirstTokenDelay: 700 * time.Millisecond}, ping: 100 * time.Millisecond})
 	resp := h.post("/v1/messages?beta=true", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
@@ -301,8 +322,8 @@ func TestMessagesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	if n := strings.Count(text[:firstBlock], "event: ping"); n < 3 {
 		t.Errorf("%d pings in 700 ms at a 100 ms interval", n)
 	}
-	if !strings.Contains(text, "You said: hi") {
-		t.Errorf("answer missing:\n%s", text)
+	if got := streamedText(t, events); got != "Hello from stub-backend. You said: hi" {
+		t.Errorf("streamed text %q", got)
 	}
 }
 
