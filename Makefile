@@ -39,6 +39,15 @@ lint:
 clean:
 	rm -rf $(BIN)
 
+# install-hook: build notify-chat and register it as the client's Stop and
+# Notification hook. ARGS: --project, --config-dir DIR, --dry-run
+# (see bin/notify-chat install --help).
+.PHONY: install-hook
+install-hook:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/notify-chat ./notifier/cmd/notify-chat
+	$(BIN)/notify-chat install $(ARGS)
+
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
 #
 #   make up     build bin/ and the images, start backend stub + proxy + warmer,
