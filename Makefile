@@ -83,8 +83,7 @@ up: docker-check compose-plugin build .env
 	echo "  export VENDORA_AUTH_TOKEN='$$key'"; \
 	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CODING_CLIENT_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
 	echo "For a Chat Completions client:"; \
-	echo "  export VENDORB_BASE_URL=$$url VENDORB_API_KEY='$$key'"; \
-	echo "(or all of .env at once: set -a; . ./.env; set +a)"; \
+	echo "  export VENDORB_BASE_URL=$$url/v1 VENDORB_API_KEY='$$key'"; \
 	echo "Try: curl -s $$url/v1/messages -H 'Authorization: Bearer $$key' -d '{\"model\":\"claude-opus-5-5\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'"; \
 	echo "Stop: make down"
 
