@@ -352,7 +352,7 @@ func (p *parser) secret(v *yaml.Node, key string) (string, error) {
 	}
 	val, set := p.getenv(name)
 	if !set {
-		return "", p.errorf(v, "AuthenticationError: %s reads environment variable %s, which is not set: export %s before starting the proxy (with docker compose, put it in .env), or write the key in the file", key, name, name)
+		return "", p.errorf(v, "AuthenticationError: %s reads environment variable %s, which is not set: export %s before starting the proxy and warmer (with docker compose, put it in .env), or write the key in the file", key, name, name)
 	}
 	return val, nil
 }
