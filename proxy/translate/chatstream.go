@@ -1,0 +1,138 @@
+package translate
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/sse"
+)
+
+// ChatStream relays a backend's Chat stream to a Chat client. It rewrites
+// the top-level "model" of each chunk to the alias the client asked for
+// and passes every other byte as it came: line endings, comments, [DONE],
+// error chunks. It works line by line, so a line split across reads is
+// held until it is whole. A chunk whose JSON spans several data lines, or
+// that is not valid JSON, passes unchanged. A ChatStream is not safe for
+// concurrent use.
+type ChatStream struct {
+	alias []byte // the alias as a JSON string
+	buf   []byte // the start of a line whose end has not come
+	done  bool
+	err   *BackendError
+
+	jbuf bytes.Buffer // a chunk's JSON, for dec to read in place
+	dec  jsontext.Decoder
+}
+
+// NewChatStream returns the relay of one Chat stream whose chunks name
+// the model alias.
+func NewChatStream(alias string) *ChatStream {
+	return &ChatStream{alias: appendQuoted(nil, alias)}
+}
+
+// Done reports whether the backend sent [DONE]: the caller may stop
+// reading.
+func (c *ChatStream) Done() bool { return c.done }
+
+// BackendErr returns the last error chunk the backend sent, which Feed
+// relayed as it was, or nil; for the caller's logs and metrics.
+func (c *ChatStream) BackendErr() *BackendError { return c.err }
+
+// Feed relays raw backend bytes, split anywhere: it appends to dst every
+// line p completes. It fails only when a line outgrows
+// sse.DefaultMaxEventSize, and then keeps failing.
+func (c *ChatStream) Feed(dst, p []byte) ([]byte, error) {
+	if len(c.buf) > sse.DefaultMaxEventSize {
+		return dst, sse.ErrEventTooLarge
+	}
+	in := p
+	if len(c.buf) > 0 {
+		c.buf = append(c.buf, p...)
+		in = c.buf
+	}
+	for {
+		line, n, ok := sse.CutLine(in)
+		if !ok {
+			break
+		}
+		dst = c.line(dst, line, in[len(line):n])
+		in = in[n:]
+	}
+	// A '\r' at the end of p ended its line; a '\n' coming next is an empty
+	// line of its own, relayed as it is, so the bytes stay the same.
+	c.buf = append(c.buf[:0], in...)
+	if len(c.buf) > sse.DefaultMaxEventSize {
+		return dst, sse.ErrEventTooLarge
+	}
+	return dst, nil
+}
+
+var dataField = []byte("data:")
+
+// line relays one line and its ending.
+func (c *ChatStream) line(dst, line, ending []byte) []byte {
+	payload, ok := bytes.CutPrefix(line, dataField)
+	if !ok {
+		return append(append(dst, line...), ending...)
+	}
+	payload = bytes.TrimPrefix(payload, []byte{' '})
+	if bytes.Equal(payload, doneData) {
+		c.done = true
+	}
+	start, end := c.modelValue(payload)
+	if start < 0 {
+		return append(append(dst, line...), ending...)
+	}
+	at := len(line) - len(payload)
+	dst = append(dst, line[:at+start]...)
+	dst = append(dst, c.alias...)
+	dst = append(dst, line[at+end:]...)
+	return append(dst, ending...)
+}
+
+var (
+	modelName = []byte(`"model"`)
+	errorName = []byte(`"error"`)
+)
+
+// modelValue finds the value of the top-level "model" member of a JSON
+// object; start is -1 when there is none. On the way it notes a top-level
+// "error" member.
+func (c *ChatStream) modelValue(obj []byte) (start, end int) {
+	start = -1
+	if len(obj) == 0 || obj[0] != '{' {
+		return start, 0
+	}
+	c.jbuf.Reset()
+	c.jbuf.Write(obj)
+	c.dec.Reset(&c.jbuf, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	if tok, err := c.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return -1, 0
+	}
+	for c.dec.PeekKind() == '"' {
+		name, err := c.dec.ReadValue()
+		if err != nil {
+			return -1, 0
+		}
+		isModel, isError := bytes.Equal(name, modelName), bytes.Equal(name, errorName)
+		value, err := c.dec.ReadValue()
+		if err != nil {
+			return -1, 0
+		}
+		switch {
+		case isModel:
+			end = int(c.dec.InputOffset())
+			start = end - len(value)
+		case isError:
+			if e := parseBackendError(obj); e != nil {
+				c.err = e
+			}
+		}
+	}
+	if tok, err := c.dec.ReadToken(); err != nil || tok.Kind() != '}' ||
+		len(bytes.TrimSpace(obj[c.dec.InputOffset():])) > 0 {
+		return -1, 0 // not one whole object: leave it alone
+	}
+	return start, end
+}
