@@ -72,7 +72,8 @@ compose-plugin:
 	@echo "created .env from .env.example (PROXY_API_KEY is a new random key)"
 
 up: docker-check compose-plugin build .env
-	@$(COMPOSE) up --detach --build --wait --wait-timeout 120 --remove-orphans || \
+	@$(COMPOSE) build --quiet
+	@$(COMPOSE) up --detach --no-build --wait --wait-timeout 120 --remove-orphans || \
 	  { $(COMPOSE) ps --all; $(COMPOSE) logs --tail 40; exit 1; }
 	@$(COMPOSE) ps
 	@url="http://localhost:$$($(COMPOSE) port proxy 4000 | sed 's/.*://')"; \
