@@ -16,7 +16,12 @@ STATICCHECK_VERSION := v0.8.2
 export TESTCONTAINERS_RYUK_DISABLED := true
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
 
-.PHONY: all build test lint clean
+.PHONY: all build test fuzz lint clean
+
+# Fuzz targets run for FUZZTIME each inside `make test` (package:function).
+FUZZTIME     ?= 3s
+FUZZ_TARGETS := translate:FuzzMessagesToChat translate:FuzzChatToChat translate:FuzzChatToMessages \
+                translate:FuzzStream translate:FuzzStreamChunks translate:FuzzChatStream sse:FuzzSSE
 
 all: build
 
@@ -29,7 +34,15 @@ build:
 
 test: build
 	$(GO) test -count=1 $$($(GO) list $(MODULES) | grep -v '/proxy/integration$$')
+	@$(MAKE) --no-print-directory fuzz
 	$(GO) test -count=1 -v -timeout 20m ./proxy/integration/  # the Docker stack, test names shown
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$fn ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./proxy/$$pkg || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l proxy warmer notifier); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -59,7 +72,7 @@ COMPOSE := docker compose
 .PHONY: up down docker-check compose-plugin
 
 docker-check:
-	@docker info >/dev/null 2>&1 || { echo "make: no Docker engine answers: start dockerd (as root: dockerd >/tmp/dockerd.log 2>&1 &; .ci/run does it)" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make: no Docker engine answers: start dockerd, as root: dockerd >/tmp/dockerd.log 2>&1 &  (.ci/run does it)" >&2; exit 1; }
 
 # docker compose v2 is not in Debian 12: built from the Go module proxy when missing.
 compose-plugin:
