@@ -61,6 +61,15 @@ install-hook:
 	$(GOBUILD) -o $(BIN)/notify-chat ./notifier/cmd/notify-chat
 	$(BIN)/notify-chat install $(ARGS)
 
+# bench: what Dragoman adds to a request, beside the stub backend answered
+# directly and a no-op reverse proxy (the floor), in one run; prints the
+# table and writes it into docs/performance.md (proxy/cmd/bench).
+# BENCH_ARGS: --quick (a short smoke run), --cases TEXT, --profile DIR.
+.PHONY: bench
+bench: build
+	$(GOBUILD) -o $(BIN)/bench ./proxy/cmd/bench
+	$(BIN)/bench --proxy $(BIN)/proxy --stub $(BIN)/stub-backend --out docs/performance.md $(BENCH_ARGS)
+
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
 #
 #   make up     build bin/ and the images, start backend stub + proxy + warmer,

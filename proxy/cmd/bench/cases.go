@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+)
+
+// alias is the model the bench's clients ask for; Dragoman routes it to
+// the stub's backendModel.
+const (
+	alias        = "claude-opus-5-5"
+	backendModel = "stub-model"
+	clientKey    = "sk-proxy-test" // the fixture's key; Dragoman is started with it
+)
+
+// kase is one row group of the table: one request shape sent to the stub
+// directly, through the floor and through Dragoman.
+type kase struct {
+	name   string
+	api    string // "chat" (pass-through) or "messages" (translation)
+	large  bool
+	stream bool
+	size   int // bytes of the request Dragoman receives
+
+	// Bodies: the stub and the floor take a Chat request; Dragoman takes
+	// the case's own format. For messages cases the Chat request is
+	// Dragoman's own translation of the Messages request, so all three
+	// do the same backend work.
+	chatBody []byte
+	body     []byte
+	header   http.Header
+}
+
+func (k *kase) targets(stub, floor, dragoman string) [3]target {
+	path := "/v1/chat/completions"
+	if k.api == "messages" {
+		path = "/v1/messages"
+	}
+	return [3]target{
+		{name: "direct", url: stub + "/v1/chat/completions", body: k.chatBody, header: k.header},
+		{name: "floor", url: floor + "/v1/chat/completions", body: k.chatBody, header: k.header},
+		{name: "dragoman", url: dragoman + path, body: k.body, header: k.header},
+	}
+}
+
+// clientRequest reads the captured coding-client request: its body as it
+// is stored (byte for byte) and its headers.
+func clientRequest(name string) ([]byte, http.Header, error) {
+	raw, err := fixtures.ClientRequest(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var f struct {
+		Headers map[string]string `json:"headers"`
+		Body    json.RawMessage   `json:"body"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, nil, err
+	}
+	h := http.Header{}
+	for k, v := range f.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Connection", "Accept-Encoding":
+			continue
+		}
+		h.Set(k, v)
+	}
+	return []byte(f.Body), h, nil
+}
+
+// withStream returns body with its top-level "stream" member set to on.
+// The fixture ends with `"stream": true`; the result is checked by
+// decoding it.
+func withStream(body []byte, on bool) ([]byte, error) {
+	var probe struct {
+		Stream *bool `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return nil, err
+	}
+	if probe.Stream != nil && *probe.Stream == on {
+		return body, nil
+	}
+	from, to := []byte(`"stream": true`), []byte(`"stream": false`)
+	if !on {
+		// from true to false: as above
+	} else {
+		from, to = to, from
+	}
+	i := bytes.LastIndex(body, from)
+	if i < 0 {
+		return nil, errors.New("no top-level stream member to change")
+	}
+	out := append(append(append([]byte(nil), body[:i]...), to...), body[i+len(from):]...)
+	probe.Stream = nil
+	if err := json.Unmarshal(out, &probe); err != nil || probe.Stream == nil || *probe.Stream != on {
+		return nil, errors.New("changing stream did not take")
+	}
+	return out, nil
+}
+
+// buildCases makes the eight cases: {chat pass-through, messages
+// translation} × {54 KB client request, small request} × {non-stream,
+// stream}.
+func buildCases() ([]*kase, error) {
+	client, header, err := clientRequest("01-text-turn.json")
+	if err != nil {
+		return nil, fmt.Errorf("fixture: %w", err)
+	}
+	header.Set("Authorization", "Bearer "+clientKey)
+	small := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}, "Anthropic-Version": {"2023-06-01"}}
+	resolve := func(a string) (translate.Target, error) {
+		if a != alias {
+			return translate.Target{}, fmt.Errorf("unknown alias %q", a)
+		}
+		return translate.Target{Alias: alias, BackendModel: backendModel, SupportsSystemMessage: true}, nil
+	}
+	var cases []*kase
+	for _, large := range []bool{true, false} {
+		for _, stream := range []bool{false, true} {
+			var msgBody []byte
+			h := small
+			if large {
+				if msgBody, err = withStream(client, stream); err != nil {
+					return nil, fmt.Errorf("fixture: %w", err)
+				}
+				h = header
+			} else {
+				s := ""
+				if stream {
+					s = `,"stream":true`
+				}
+				msgBody = []byte(`{"model":"` + alias + `","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]` + s + `}`)
+			}
+			br, err := translate.MessagesToChat(msgBody, resolve)
+			if err != nil {
+				return nil, fmt.Errorf("translating the bench request: %w", err)
+			}
+			if br.Stream != stream {
+				return nil, errors.New("translated request has the wrong stream flag")
+			}
+			// The Chat request Dragoman sends to the backend, and, with the
+			// model set back to the alias, the equivalent Chat request a
+			// Chat client would send through Dragoman.
+			backend := br.Body
+			chatClient := bytes.Replace(backend, []byte(`"model":"`+backendModel+`"`), []byte(`"model":"`+alias+`"`), 1)
+			if bytes.Equal(chatClient, backend) {
+				return nil, errors.New("translated request does not name the backend model")
+			}
+			size := "small"
+			if large {
+				size = "54 KB"
+			}
+			mode := "non-stream"
+			if stream {
+				mode = "stream"
+			}
+			cases = append(cases,
+				&kase{name: "chat " + size + " " + mode, api: "chat", large: large, stream: stream,
+					size: len(chatClient), chatBody: chatClient, body: chatClient, header: h},
+				&kase{name: "messages " + size + " " + mode, api: "messages", large: large, stream: stream,
+					size: len(msgBody), chatBody: backend, body: msgBody, header: h},
+			)
+		}
+	}
+	// Order: the 54 KB cases first, chat then messages.
+	return cases, nil
+}

@@ -1,0 +1,171 @@
+// Command bench measures what Dragoman adds to a request, side by side
+// with the stub backend answered directly and with a no-op reverse proxy
+// (the floor: what any Go proxy pays for one extra hop), in one run.
+//
+//	bench [--proxy bin/proxy] [--stub bin/stub-backend] [--out docs/performance.md] [--quick]
+//	bench floor --port N --backend URL     the no-op reverse proxy, run as its own process
+//
+// `make bench` builds the binaries and runs it. The stub, the floor and
+// Dragoman each run as a separate process; this process is the load
+// generator (vegeta), on loopback. Targets are interleaved in small
+// batches so that a drift of the machine falls evenly on all three. See
+// docs/performance.md for what each column means.
+package main
+
+import (
+	"debug/buildinfo"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "floor":
+			os.Exit(floor(os.Args[2:]))
+		case "serve":
+			os.Exit(serve(os.Args[2:]))
+		}
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// settings are the run's sizes; --quick shrinks them for a smoke test.
+type settings struct {
+	rounds    int           // 1-connection phase: rounds of batches
+	batch     int           // requests per target per round
+	warm      int           // warm-up requests per target, not counted
+	rpsSlice  time.Duration // each target's share of a concurrency round
+	rpsRounds int
+	streamFor time.Duration // the 256-concurrent-streams phase
+	logRounds int           // logging cost: rounds of batches
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	proxyBin := fs.String("proxy", "bin/proxy", "Dragoman binary (make build)")
+	stubBin := fs.String("stub", "bin/stub-backend", "stub backend binary (make build)")
+	out := fs.String("out", "docs/performance.md", "write the results into this Markdown file (between its bench markers); empty: print only")
+	quick := fs.Bool("quick", false, "a short run, to check that the harness works (numbers are noisy)")
+	keep := fs.Bool("keep-logs", false, "keep the processes' logs and config in their temporary folder")
+	profile := fs.String("profile", "", "profile Dragoman: run it in-process (bench serve) and write CPU and allocation profiles to this folder")
+	only := fs.String("cases", "", "run only the cases whose name holds this text")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	st := settings{rounds: 30, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 12}
+	if *quick {
+		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		warnf("%v", err)
+		return 1
+	}
+	for _, p := range []*string{proxyBin, stubBin} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			warnf("%v", err)
+			return 1
+		}
+		if _, err := os.Stat(*p); err != nil {
+			warnf("%v (run make build first)", err)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp("", "dragoman-bench-")
+	if err != nil {
+		warnf("%v", err)
+		return 1
+	}
+	if *keep {
+		warnf("logs and config in %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	r := &runner{st: st, dir: dir, self: self, proxyBin: *proxyBin, stubBin: *stubBin, gen: newLoadGen(), only: *only}
+	if *profile != "" {
+		if r.profile, err = filepath.Abs(*profile); err == nil {
+			err = os.MkdirAll(r.profile, 0o755)
+		}
+		if err != nil {
+			warnf("%v", err)
+			return 1
+		}
+	}
+	defer r.stopAll()
+	res, err := r.all()
+	if err != nil {
+		warnf("%v", err)
+		return 1
+	}
+	res.quick = *quick
+	res.goVersion = runtime.Version()
+	if bi, err := buildinfo.ReadFile(*proxyBin); err == nil {
+		res.goVersion = bi.GoVersion
+	}
+	res.cpu, res.cores = machine()
+	res.date = time.Now()
+	text := res.render()
+	fmt.Print(text)
+	if *out != "" {
+		if err := writeDoc(*out, res, text); err != nil {
+			warnf("writing %s: %v", *out, err)
+			return 1
+		}
+		fmt.Printf("\nwritten to %s\n", *out)
+	}
+	return 0
+}
+
+// dragomanConfig is the config Dragoman runs with in the bench: one alias
+// on the stub, defaults otherwise.
+func dragomanConfig(dir, name, stubURL string) (string, error) {
+	cfg := "model_list:\n" +
+		"  - model_name: " + alias + "\n" +
+		"    proxy_params:\n" +
+		"      model: vendorb/" + backendModel + "\n" +
+		"      api_base: " + stubURL + "/v1\n" +
+		"      api_key: none\n" +
+		"general_settings:\n" +
+		"  enable_vendora_pass_through: true\n"
+	path := filepath.Join(dir, name+".yaml")
+	return path, os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MB" }
+
+func us(d time.Duration) string {
+	v := float64(d) / float64(time.Microsecond)
+	switch {
+	case v >= 100 || v <= -100:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " µs"
+	default:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " µs"
+	}
+}
+
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(a)/float64(b), 'f', 2, 64) + "×"
+}
+
+func pad(s string, n int) string {
+	if w := len([]rune(s)); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}

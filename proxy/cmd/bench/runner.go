@@ -1,0 +1,369 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type runner struct {
+	st       settings
+	dir      string
+	self     string
+	proxyBin string
+	stubBin  string
+	gen      *loadGen
+	procs    []*proc
+	profile  string // with --profile: Dragoman runs in-process (bench serve) and writes its profiles here
+	only     string // with --cases: run only the cases whose name holds this
+	stubURL  string // the stub whose request record is cleared between batches
+}
+
+func (r *runner) stopAll() {
+	for i := len(r.procs) - 1; i >= 0; i-- {
+		r.procs[i].stop()
+	}
+	r.procs = nil
+}
+
+func (r *runner) launch(name string, env []string, path string, args ...string) (*proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range args {
+		if a == "PORT" {
+			args[i] = itoa(port)
+		}
+	}
+	p, err := start(r.dir, name, port, "/healthz", env, path, args...)
+	if err != nil {
+		return nil, err
+	}
+	r.procs = append(r.procs, p)
+	return p, nil
+}
+
+func (r *runner) stub(name string, args ...string) (*proc, error) {
+	return r.launch(name, nil, r.stubBin, append([]string{"--host", "127.0.0.1", "--port", "PORT"}, args...)...)
+}
+
+func (r *runner) floor(name string, backend *proc) (*proc, error) {
+	return r.launch(name, nil, r.self, "floor", "--port", "PORT", "--backend", backend.url)
+}
+
+func (r *runner) dragoman(name string, backend *proc, level string) (*proc, error) {
+	cfg, err := dragomanConfig(r.dir, name, backend.url)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"PROXY_API_KEY=" + clientKey}
+	if r.profile != "" {
+		return r.launch(name, env, r.self, "serve", "--config", cfg, "--port", "PORT", "--log-level", level,
+			"--cpuprofile", filepath.Join(r.profile, name+".cpu.pprof"), "--memprofile", filepath.Join(r.profile, name+".allocs.pprof"))
+	}
+	return r.launch(name, env, r.proxyBin,
+		"--config", cfg, "--host", "127.0.0.1", "--port", "PORT", "--log-level", level)
+}
+
+// latency is one target's numbers for one case at one connection.
+type latency struct {
+	n         int
+	p50, p99  time.Duration // request to end of body
+	ttfb50    time.Duration // request to first body byte
+	body50    time.Duration // first body byte to end of body
+	events    int           // events in one answer (streams)
+	cpu       time.Duration // process CPU per request (not for direct: the stub's)
+	cpuLoaded time.Duration // process CPU per request at 32 connections
+	rps       [2]float64    // at 32 and 256 connections
+}
+
+type caseResult struct {
+	k   *kase
+	via [3]latency // direct, floor, dragoman
+}
+
+type memResult struct {
+	idle, peakRun, peakStreams int64 // VmHWM
+	streams                    int   // streams completed in the phase
+}
+
+type logResult struct {
+	name     string
+	p50      [2]time.Duration // warn, info
+	cpu      [2]time.Duration
+	requests int
+}
+
+type results struct {
+	cases        []caseResult
+	mem          [2]memResult // floor, dragoman
+	logging      []logResult
+	streamEvents int
+
+	quick          bool
+	goVersion, cpu string
+	cores          int
+	date           time.Time
+}
+
+var concurrencies = [2]int{32, 256}
+
+func (r *runner) all() (*results, error) {
+	all, err := buildCases()
+	if err != nil {
+		return nil, err
+	}
+	var cases []*kase
+	for _, k := range all {
+		if strings.Contains(k.name, r.only) {
+			cases = append(cases, k)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("no case matches %q", r.only)
+	}
+	stub, err := r.stub("stub", "--events", "64")
+	if err != nil {
+		return nil, err
+	}
+	r.stubURL = stub.url
+	fl, err := r.floor("floor", stub)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := r.dragoman("dragoman", stub, "warn")
+	if err != nil {
+		return nil, err
+	}
+	dmInfo, err := r.dragoman("dragoman-info", stub, "info")
+	if err != nil {
+		return nil, err
+	}
+	pids := [3]int{stub.pid(), fl.pid(), dm.pid()}
+	res := &results{}
+
+	// Every case once through each target: the answer is right, and the
+	// code paths are warm.
+	for _, k := range cases {
+		for _, t := range k.targets(stub.url, fl.url, dm.url) {
+			if err := check(r.gen, t, k.stream); err != nil {
+				return nil, fmt.Errorf("%s via %s: %w", k.name, t.name, err)
+			}
+		}
+	}
+	progress("1 connection: %d cases × 3 targets × %d requests, interleaved in batches of %d", len(cases), r.st.rounds*r.st.batch, r.st.batch)
+	for _, k := range cases {
+		cr := caseResult{k: k}
+		ts := k.targets(stub.url, fl.url, dm.url)
+		samples, cpu := r.interleaved(ts[:], pids[:], 1)
+		for i := range ts {
+			cr.via[i] = summarize(samples[i])
+			cr.via[i].cpu = cpu[i]
+		}
+		res.cases = append(res.cases, cr)
+		progress("  %-28s added p50: floor %s, dragoman %s", k.name,
+			us(cr.via[1].p50-cr.via[0].p50), us(cr.via[2].p50-cr.via[0].p50))
+	}
+	progress("throughput: %d cases × 3 targets at %d and %d connections", len(cases), concurrencies[0], concurrencies[1])
+	for ci, c := range concurrencies {
+		for i := range res.cases {
+			cr := &res.cases[i]
+			ts := cr.k.targets(stub.url, fl.url, dm.url)
+			rps, cpu := r.throughput(ts[:], pids[:], c)
+			for j := range ts {
+				cr.via[j].rps[ci] = rps[j]
+				if ci == 0 {
+					cr.via[j].cpuLoaded = cpu[j]
+				}
+			}
+			progress("  %-28s c=%-3d rps: direct %.0f, floor %.0f, dragoman %.0f", cr.k.name, c, rps[0], rps[1], rps[2])
+		}
+	}
+	for i, p := range []*proc{fl, dm} {
+		res.mem[i].peakRun, _, _ = memory(p.pid())
+	}
+
+	progress("logging: Dragoman at --log-level info (one line per request) beside warn")
+	for _, k := range cases {
+		if k.stream || (k.api == "chat") != !k.large {
+			continue // chat small and messages 54 KB, non-stream
+		}
+		ts := k.targets(stub.url, fl.url, dm.url)
+		info := ts[2]
+		info.name, info.url = "dragoman-info", dmInfo.url+info.url[len(dm.url):]
+		pair := []target{ts[2], info}
+		rounds := r.st.rounds
+		r.st.rounds = r.st.logRounds
+		samples, cpu := r.interleaved(pair, []int{dm.pid(), dmInfo.pid()}, 1)
+		r.st.rounds = rounds
+		lr := logResult{name: k.name}
+		for i := range pair {
+			l := summarize(samples[i])
+			lr.p50[i], lr.cpu[i], lr.requests = l.p50, cpu[i], l.n
+		}
+		res.logging = append(res.logging, lr)
+	}
+	r.stopAll()
+	if r.only != "" {
+		return res, nil // the memory phase needs the 54 KB messages stream case
+	}
+
+	// Memory: fresh processes in front of a paced stub, idle, then with 256
+	// streams of the 54 KB Messages request open at once.
+	r.stubURL = ""
+	progress("memory: 256 concurrent streams (stub paced at 64 events, 20 ms apart)")
+	paced, err := r.stub("stub-paced", "--events", "64", "--event-delay", "20ms")
+	if err != nil {
+		return nil, err
+	}
+	flS, err := r.floor("floor-streams", paced)
+	if err != nil {
+		return nil, err
+	}
+	dmS, err := r.dragoman("dragoman-streams", paced, "warn")
+	if err != nil {
+		return nil, err
+	}
+	var streamCase *kase
+	for _, k := range cases {
+		if k.api == "messages" && k.large && k.stream {
+			streamCase = k
+		}
+	}
+	var small *kase
+	for _, k := range cases {
+		if k.api == "messages" && !k.large && !k.stream {
+			small = k
+		}
+	}
+	for i, p := range []*proc{flS, dmS} {
+		t := small.targets(paced.url, flS.url, dmS.url)[i+1]
+		if err := check(r.gen, t, false); err != nil {
+			return nil, fmt.Errorf("memory phase, %s: %w", t.name, err)
+		}
+		res.mem[i].idle, _, _ = memory(p.pid())
+	}
+	ts := streamCase.targets(paced.url, flS.url, dmS.url)
+	for i, p := range []*proc{flS, dmS} {
+		samples, _, _ := r.gen.run(ts[i+1], 256, 0, r.st.streamFor)
+		res.mem[i].peakStreams, _, _ = memory(p.pid())
+		res.mem[i].streams = len(samples)
+		if len(samples) > 0 {
+			res.streamEvents = samples[0].events
+		}
+	}
+	return res, nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// check sends one request and looks at the answer.
+func check(g *loadGen, t target, stream bool) error {
+	s, errs, _ := g.run(t, 1, 1, 0)
+	if errs > 0 || len(s) != 1 {
+		return fmt.Errorf("the request failed")
+	}
+	if stream && s[0].events < 10 {
+		return fmt.Errorf("a stream of %d events: is the stub at --events 64?", s[0].events)
+	}
+	return nil
+}
+
+// interleaved runs the 1-connection phase of a case: after a warm-up,
+// rounds of one batch per target, the order rotating each round. It
+// returns each target's samples and its process's CPU time per request.
+func (r *runner) interleaved(ts []target, pids []int, conc int) ([][]sample, []time.Duration) {
+	out := make([][]sample, len(ts))
+	sent := make([]int, len(ts))
+	before := make([]time.Duration, len(ts))
+	for i := range ts {
+		before[i], _ = cpuTime(pids[i])
+	}
+	for i, t := range ts {
+		_, errs, _ := r.gen.run(t, conc, r.st.warm, 0)
+		sent[i] += r.st.warm + errs
+	}
+	for round := 0; round < r.st.rounds; round++ {
+		for j := range ts {
+			i := (round + j) % len(ts)
+			s, errs, _ := r.gen.run(ts[i], conc, r.st.batch, 0)
+			out[i] = append(out[i], s...)
+			sent[i] += len(s) + errs
+			r.clearStub()
+		}
+	}
+	cpu := make([]time.Duration, len(ts))
+	for i := range ts {
+		after, _ := cpuTime(pids[i])
+		if sent[i] > 0 {
+			cpu[i] = (after - before[i]) / time.Duration(sent[i])
+		}
+	}
+	return out, cpu
+}
+
+// throughput runs each target with conc connections in a closed loop,
+// interleaved in slices, and returns requests per second and process CPU
+// per request.
+func (r *runner) throughput(ts []target, pids []int, conc int) ([]float64, []time.Duration) {
+	done := make([]int, len(ts))
+	spent := make([]time.Duration, len(ts))
+	cpu := make([]time.Duration, len(ts))
+	for _, t := range ts {
+		r.gen.run(t, conc, 0, r.st.rpsSlice/4) // open the connections
+	}
+	for round := 0; round < r.st.rpsRounds; round++ {
+		for j := range ts {
+			i := (round + j) % len(ts)
+			c0, _ := cpuTime(pids[i])
+			s, _, elapsed := r.gen.run(ts[i], conc, 0, r.st.rpsSlice)
+			c1, _ := cpuTime(pids[i])
+			done[i] += len(s)
+			spent[i] += elapsed
+			cpu[i] += c1 - c0
+			r.clearStub()
+		}
+	}
+	rps := make([]float64, len(ts))
+	for i := range ts {
+		if spent[i] > 0 {
+			rps[i] = float64(done[i]) / spent[i].Seconds()
+		}
+		if done[i] > 0 {
+			cpu[i] /= time.Duration(done[i])
+		}
+	}
+	return rps, cpu
+}
+
+// clearStub makes the stub forget the requests it recorded: it keeps
+// every body it receives, and a heap that grows through the run would
+// slow it down as it goes.
+func (r *runner) clearStub() {
+	if r.stubURL == "" {
+		return
+	}
+	req, _ := http.NewRequest(http.MethodDelete, r.stubURL+"/_stub/requests", nil)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+func summarize(s []sample) latency {
+	l := latency{n: len(s)}
+	if len(s) == 0 {
+		return l
+	}
+	tot := sortedOf(s, (*sample).total)
+	l.p50, l.p99 = percentile(tot, 50), percentile(tot, 99)
+	l.ttfb50 = percentile(sortedOf(s, (*sample).ttfb), 50)
+	l.body50 = percentile(sortedOf(s, func(x *sample) time.Duration { return x.end.Sub(x.first) }), 50)
+	l.events = s[len(s)/2].events
+	return l
+}

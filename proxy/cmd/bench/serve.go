@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/server"
+)
+
+// serve runs Dragoman's server in this process, as cmd/proxy does, with
+// profiles: a CPU profile over the process's life and a heap profile at
+// its end. `bench --profile DIR` measures this instead of bin/proxy, to
+// see where the time goes (go tool pprof DIR/cpu.pprof).
+func serve(args []string) int {
+	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
+	configPath := fs.String("config", "config.yaml", "path of the YAML config")
+	port := fs.Int("port", 4000, "port to listen on (127.0.0.1)")
+	level := fs.String("log-level", "warn", "log level")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
+	memProfile := fs.String("memprofile", "", "write a heap profile here at exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench serve:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	cfg, err := config.Load(*configPath, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench serve: config:", err)
+		return 1
+	}
+	var keys []string
+	if k := os.Getenv("PROXY_API_KEY"); k != "" {
+		keys = append(keys, k)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench serve:", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench serve:", err)
+			return 1
+		}
+	}
+	srv := &http.Server{
+		Addr:              net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)),
+		Handler:           server.New(cfg, server.Options{Keys: keys, Logger: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(c)
+	}()
+	err = srv.ListenAndServe()
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		if f, err := os.Create(*memProfile); err == nil {
+			runtime.GC()
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+	if err != nil && err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, "bench serve:", err)
+		return 1
+	}
+	return 0
+}
