@@ -1,0 +1,106 @@
+package translate
+
+import (
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Benchmarks of the request path on the captured 49 KB client request
+// (fixture 01: 12 tools, a 7 KB system prompt, a 9 KB mid-list system
+// turn). Each reports cpu-ns/op, the process CPU time per operation (GC
+// included), beside the wall-clock ns/op, which a busy machine inflates.
+// For scale, BenchmarkBaselineCopy is the least a proxy does with a body
+// (copy it) and BenchmarkBaselineValidate what checking that it is JSON
+// costs.
+
+func benchBody(b *testing.B) []byte { return clientBody(b, "01-text-turn.json") }
+
+func runBench(b *testing.B, body []byte, f func([]byte)) {
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		f(body)
+	}
+	if c := cpuTime() - start; c > 0 {
+		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func BenchmarkMessagesToChat(b *testing.B) {
+	res := resolverFor(Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768})
+	runBench(b, benchBody(b), func(body []byte) {
+		if _, err := MessagesToChat(body, res); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkMessagesToChatSystemRole(b *testing.B) {
+	res := resolverFor(Target{BackendModel: "gpt-oss-20b", SupportsSystemMessage: true, SupportsReasoningEffort: true})
+	runBench(b, benchBody(b), func(body []byte) {
+		if _, err := MessagesToChat(body, res); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// chatBody is fixture 01 as a Chat request with its system messages.
+func chatBody(b *testing.B) []byte {
+	br, err := MessagesToChat(benchBody(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return br.Body
+}
+
+// BenchmarkChatToChat: a backend with a system role; only model changes.
+func BenchmarkChatToChat(b *testing.B) {
+	res := resolverFor(Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true, MaxOutputTokens: 32768})
+	runBench(b, chatBody(b), func(body []byte) {
+		if _, err := ChatToChat(body, res); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkChatToChatFoldSystem: a backend without a system role; the two
+// system messages fold into the first user turn.
+func BenchmarkChatToChatFoldSystem(b *testing.B) {
+	res := resolverFor(Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768})
+	runBench(b, chatBody(b), func(body []byte) {
+		if _, err := ChatToChat(body, res); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkChatToMessages(b *testing.B) {
+	body := []byte(chatResp(`{"role":"assistant","content":"Let me look at the file first.","reasoning_content":"The user wants the listing.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"Bash","arguments":"{\"command\": \"ls -la\", \"description\": \"List files\"}"}}]}`, `"tool_calls"`, ""))
+	runBench(b, body, func(body []byte) {
+		if _, err := ChatToMessages(body, "claude-x"); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkCountTokens(b *testing.B) {
+	runBench(b, benchBody(b), func(body []byte) {
+		if _, err := CountTokens(body); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkBaselineCopy(b *testing.B) {
+	runBench(b, benchBody(b), func(body []byte) { _ = append([]byte(nil), body...) })
+}
+
+func BenchmarkBaselineValidate(b *testing.B) {
+	runBench(b, benchBody(b), func(body []byte) {
+		if !jsontext.Value(body).IsValid(decodeOpts) {
+			b.Fatal("invalid")
+		}
+	})
+}

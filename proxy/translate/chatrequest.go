@@ -1,0 +1,462 @@
+package translate
+
+import (
+	"bytes"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ChatToChat prepares a Chat Completions request for pass-through. Only
+// what must change is rewritten, in place; every other byte of the body
+// reaches the backend as the client sent it:
+//   - model becomes Target.BackendModel;
+//   - max_tokens and max_completion_tokens are clamped to
+//     Target.MaxOutputTokens when it is set;
+//   - when !Target.SupportsSystemMessage, each system or developer message
+//     becomes user text wrapped in <system>…</system>, merged with the user
+//     messages next to it (a leading system prompt so lands at the top of
+//     the first user turn). Content may be a string or a list of parts: a
+//     list stays a list (strings join it as text parts), never a string.
+//
+// BackendRequest.Stream is the request's stream flag.
+func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
+	top, err := scanObject(body, true, func(name string) bool {
+		switch name {
+		case "model", "messages", "max_tokens", "max_completion_tokens", "stream":
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return BackendRequest{}, err
+	}
+	var model string
+	m, ok := top.get("model")
+	if ok && m.value.Kind() == '"' {
+		_ = json.Unmarshal(m.value, &model)
+	}
+	if model == "" {
+		return BackendRequest{}, invalidf("model: required (a string naming a configured model)")
+	}
+	msgs, ok := top.get("messages")
+	if !ok || msgs.value.Kind() != '[' {
+		return BackendRequest{}, invalidf("messages: required (an array of messages)")
+	}
+	var stream bool
+	if s, ok := top.get("stream"); ok {
+		switch s.value.Kind() {
+		case 't':
+			stream = true
+		case 'f', 'n':
+		default:
+			return BackendRequest{}, invalidf("stream: must be a boolean, got %s", kindName(s.value.Kind()))
+		}
+	}
+	target, err := resolveTarget(resolve, model)
+	if err != nil {
+		return BackendRequest{}, err
+	}
+
+	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
+	edits := []edit{{m.start, m.end, q}}
+	if limit := target.MaxOutputTokens; limit > 0 {
+		for _, name := range [...]string{"max_tokens", "max_completion_tokens"} {
+			v, ok := top.get(name)
+			if !ok {
+				continue
+			}
+			switch v.value.Kind() {
+			case 'n':
+				continue
+			case '0':
+			default:
+				return BackendRequest{}, invalidf("%s: must be a number, got %s", name, kindName(v.value.Kind()))
+			}
+			n, err := strconv.ParseFloat(string(v.value), 64)
+			if err != nil {
+				return BackendRequest{}, invalidf("%s: must be a number", name)
+			}
+			if n > float64(limit) {
+				edits = append(edits, edit{v.start, v.end, strconv.AppendInt(nil, int64(limit), 10)})
+			}
+		}
+	}
+	if !target.SupportsSystemMessage {
+		out, changed, err := foldSystemMessages(top.msgs, len(msgs.value))
+		if err != nil {
+			return BackendRequest{}, err
+		}
+		if changed {
+			edits = append(edits, edit{msgs.start, msgs.end, out})
+		}
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	return BackendRequest{Body: splice(body, edits), Target: target, Stream: stream}, nil
+}
+
+// chatMessage is one element of a Chat messages array, as scanned: its
+// raw bytes, role, content, and its other members (name and value, raw).
+type chatMessage struct {
+	raw     []byte
+	role    string
+	content jsontext.Value
+	rest    [][2][]byte
+	system  bool // a system or developer message, turned into user text
+}
+
+// foldSystemMessages rewrites a messages array, scanned into msgs, so no
+// system or developer role remains. changed is false (and out nil) when
+// there was none. size is the array's length in bytes.
+func foldSystemMessages(msgs []chatMessage, size int) (out []byte, changed bool, err error) {
+	for i := range msgs {
+		if msgs[i].role == "system" || msgs[i].role == "developer" {
+			msgs[i].system = true
+			changed = true
+		}
+	}
+	if !changed {
+		return nil, false, nil
+	}
+	w := make([]byte, 0, size+64)
+	w = append(w, '[')
+	n := 0 // messages written
+	for i := 0; i < len(msgs); {
+		// A group: consecutive user messages with at least one that was a
+		// system message; anything else is copied as it came.
+		j := i
+		hasSystem := false
+		for j < len(msgs) && (msgs[j].system || msgs[j].role == "user") {
+			hasSystem = hasSystem || msgs[j].system
+			j++
+		}
+		if j > i && hasSystem {
+			mark := len(w)
+			if n > 0 {
+				w = append(w, ',')
+			}
+			var wrote bool
+			w, wrote, err = appendMergedUser(w, msgs[i:j])
+			if err != nil {
+				return nil, false, err
+			}
+			if wrote {
+				n++
+			} else {
+				w = w[:mark]
+			}
+			i = j
+			continue
+		}
+		if j == i {
+			j = i + 1
+		}
+		for k := i; k < j; k++ {
+			if n > 0 {
+				w = append(w, ',')
+			}
+			w = append(w, msgs[k].raw...)
+			n++
+		}
+		i = j
+	}
+	return append(w, ']'), true, nil
+}
+
+// scanMessages reads the messages array at the decoder's position (its
+// '[' not yet read) in the same pass that validates it. Raw bytes are
+// slices of src, the decoder's whole input.
+func scanMessages(dec *jsontext.Decoder, src []byte) ([]chatMessage, error) {
+	if _, err := dec.ReadToken(); err != nil { // [
+		return nil, err
+	}
+	var msgs []chatMessage
+	for i := 0; dec.PeekKind() != ']'; i++ {
+		start := dec.InputOffset()
+		if dec.PeekKind() != '{' {
+			if _, err := dec.ReadValue(); err != nil {
+				return nil, err
+			}
+			return nil, invalidf("messages.%d: must be an object", i)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		var m chatMessage
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return nil, err
+			}
+			val, err := dec.ReadValue()
+			if err != nil {
+				return nil, err
+			}
+			switch string(name) {
+			case `"role"`:
+				if val.Kind() != '"' || json.Unmarshal(val, &m.role) != nil {
+					return nil, invalidf("messages.%d.role: must be a string", i)
+				}
+			case `"content"`:
+				m.content = val
+			default:
+				m.rest = append(m.rest, [2][]byte{name, val})
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil { // }
+			return nil, err
+		}
+		m.raw = bytes.TrimLeft(src[start:dec.InputOffset()], " \t\r\n,")
+		msgs = append(msgs, m)
+	}
+	_, err := dec.ReadToken() // ]
+	return msgs, err
+}
+
+// appendMergedUser writes one user message holding the contents of msgs
+// in order, system ones wrapped in <system>…</system>. The content is a
+// string when every content is a string (joined with a blank line), else
+// a list of parts. Members other than role and content come from the first
+// user message of the group. Nothing is written (wrote false) for a group
+// of empty system messages alone.
+func appendMergedUser(w []byte, msgs []chatMessage) (_ []byte, wrote bool, _ error) {
+	type piece struct {
+		segs  [][]byte // a text, escaped, when !list
+		parts [][]byte // raw elements of a list content
+		list  bool
+	}
+	pieces := make([]piece, 0, len(msgs))
+	allStrings := true
+	var rest [][2][]byte
+	restSet := false
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.system && !restSet {
+			rest, restSet = m.rest, true
+		}
+		var p piece
+		switch m.content.Kind() {
+		case '"':
+			if len(m.content) > 2 {
+				p.segs = [][]byte{inner(m.content)}
+			}
+		case '[':
+			parts, texts, allText, err := scanParts(m.content, m.system)
+			if err != nil {
+				return nil, false, err
+			}
+			if m.system && allText {
+				p.segs = texts
+			} else {
+				p.list, p.parts = true, parts
+				allStrings = false
+			}
+		case 'n', jsontext.KindInvalid:
+		default:
+			return nil, false, invalidf("messages: content must be a string, an array of parts or null")
+		}
+		if m.system && (p.segs != nil || p.list) {
+			if p.list {
+				p.parts = append(append([][]byte{textPart([][]byte{sysOpen})}, p.parts...), textPart([][]byte{sysClose}))
+			} else {
+				p.segs = append(append([][]byte{sysOpen}, p.segs...), sysClose)
+			}
+		}
+		if p.segs != nil || len(p.parts) > 0 {
+			pieces = append(pieces, p)
+		}
+	}
+	if len(pieces) == 0 && !restSet {
+		return w, false, nil
+	}
+	w = append(w, `{"role":"user","content":`...)
+	if allStrings {
+		w = append(w, '"')
+		for i, p := range pieces {
+			if i > 0 {
+				w = append(w, sepPara...)
+			}
+			for _, s := range p.segs {
+				w = append(w, s...)
+			}
+		}
+		w = append(w, '"')
+	} else {
+		w = append(w, '[')
+		n := 0
+		for _, p := range pieces {
+			elems := p.parts
+			if !p.list {
+				elems = [][]byte{textPart(p.segs)}
+			}
+			for _, e := range elems {
+				if n > 0 {
+					w = append(w, ',')
+				}
+				n++
+				w = append(w, e...)
+			}
+		}
+		w = append(w, ']')
+	}
+	for _, kv := range rest {
+		w = append(w, ',')
+		w = append(w, kv[0]...)
+		w = append(w, ':')
+		w = append(w, kv[1]...)
+	}
+	return append(w, '}'), true, nil
+}
+
+// scanParts reads a list content: its raw elements, and when texts is set
+// the texts of its text parts (escaped, joined with blank lines), with
+// allText reporting whether every part is a text part.
+func scanParts(list jsontext.Value, texts bool) (parts, joined [][]byte, allText bool, err error) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(list), decodeOpts)
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, nil, false, decodeError(err)
+	}
+	allText = texts
+	for dec.PeekKind() != ']' {
+		e, err := dec.ReadValue()
+		if err != nil {
+			return nil, nil, false, decodeError(err)
+		}
+		parts = append(parts, e)
+		if !allText {
+			continue
+		}
+		var p struct {
+			Type string         `json:"type"`
+			Text jsontext.Value `json:"text"`
+		}
+		if e.Kind() != '{' || json.Unmarshal(e, &p, decodeOpts, aliasRaw) != nil || p.Type != "text" || p.Text.Kind() != '"' {
+			allText = false
+			continue
+		}
+		if len(joined) > 0 {
+			joined = append(joined, sepPara)
+		}
+		joined = append(joined, inner(p.Text))
+	}
+	if len(joined) == 0 {
+		allText = false
+	}
+	return parts, joined, allText, nil
+}
+
+func textPart(segs [][]byte) []byte {
+	b := []byte(`{"type":"text","text":"`)
+	for _, s := range segs {
+		b = append(b, s...)
+	}
+	return append(b, `"}`...)
+}
+
+// member is a top-level member of a JSON object: its value and where the
+// value lies in the body.
+type member struct {
+	value      jsontext.Value
+	start, end int
+}
+
+type object struct {
+	open    int // offset of '{'
+	members int
+	named   map[string]member
+	msgs    []chatMessage // the messages array, when scanned
+}
+
+func (o *object) get(name string) (member, bool) {
+	m, ok := o.named[name]
+	return m, ok
+}
+
+// scanObject reads a JSON object's top-level members, remembering those
+// that want names (the last one of a repeated name). The whole body is
+// validated, in one pass: with messages set, an array-valued "messages"
+// member is scanned into object.msgs on the way.
+func scanObject(body []byte, messages bool, want func(string) bool) (object, error) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), decodeOpts)
+	var o object
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return o, decodeError(err)
+	}
+	if tok.Kind() != '{' {
+		return o, invalidf("request body: must be a JSON object")
+	}
+	o.open = int(dec.InputOffset()) - 1
+	o.named = make(map[string]member, 5)
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return o, decodeError(err)
+		}
+		o.members++
+		name := tok.String()
+		if !want(name) {
+			if err := dec.SkipValue(); err != nil {
+				return o, decodeError(err)
+			}
+			continue
+		}
+		if messages && name == "messages" && dec.PeekKind() == '[' {
+			after := int(dec.InputOffset()) // just past the name; then ':' and '['
+			msgs, err := scanMessages(dec, body)
+			if err != nil {
+				if _, ok := err.(*RequestError); ok {
+					return o, err
+				}
+				return o, decodeError(err)
+			}
+			end := int(dec.InputOffset())
+			start := after + bytes.IndexByte(body[after:], '[')
+			o.msgs = msgs
+			o.named[name] = member{value: body[start:end], start: start, end: end}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return o, decodeError(err)
+		}
+		end := int(dec.InputOffset())
+		o.named[name] = member{value: v, start: end - len(v), end: end}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return o, decodeError(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			return o, invalidf("request body: data after the JSON object")
+		}
+		return o, decodeError(err)
+	}
+	return o, nil
+}
+
+// edit replaces body[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       []byte
+}
+
+// splice applies edits, sorted by start and not overlapping, to a copy of
+// body.
+func splice(body []byte, edits []edit) []byte {
+	n := len(body)
+	for _, e := range edits {
+		n += len(e.repl) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, e := range edits {
+		out = append(out, body[at:e.start]...)
+		out = append(out, e.repl...)
+		at = e.end
+	}
+	return append(out, body[at:]...)
+}
