@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
@@ -50,12 +51,30 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	cs := translate.NewChatStream(route.alias)
-	if err := relay(w, r, resp.Body, cs.Feed, cs.Done, nil, 0); err != nil && r.Context().Err() == nil {
+	if err := relay(w, r, resp.Body, scrubFeed(cs.Feed, route.apiKey), cs.Done, nil, 0); err != nil && r.Context().Err() == nil {
 		// The status is sent; the Chat client learns of the failure from an
 		// error chunk in its own shape.
 		p := streamProblem(err, route)
 		w.Write([]byte("data: " + string(chatErrorBody(p)) + "\n\n"))
-		s.log.Warn("chat stream ended early", "model", route.alias, "err", err)
+		s.log.Warn("chat stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+	}
+}
+
+// scrubFeed wraps a stream relay's feed so that the backend's key, should
+// the backend echo it (in an error chunk, say), never reaches the client.
+// feed emits whole lines, so a key is never split between two calls.
+func scrubFeed(feed func(dst, p []byte) ([]byte, error), secret string) func(dst, p []byte) ([]byte, error) {
+	if len(secret) < 4 {
+		return feed
+	}
+	key := []byte(secret)
+	return func(dst, p []byte) ([]byte, error) {
+		start := len(dst)
+		out, err := feed(dst, p)
+		if bytes.Contains(out[start:], key) {
+			out = append(out[:start], bytes.ReplaceAll(out[start:], key, redacted)...)
+		}
+		return out, err
 	}
 }
 

@@ -90,7 +90,7 @@ func problemf(k kind, format string, args ...any) problem {
 func backendProblem(err *upstream.Error, route routeInfo) problem {
 	switch err.Kind {
 	case upstream.Timeout:
-		return problemf(timedOut, "the backend for model %q did not answer within %s (%s of proxy_params, %s): raise it in the config, or pre-warm a cold backend with the warmer", route.alias, err.Limit, err.Timeout, err.Timeout)
+		return problemf(timedOut, "the backend for model %q did not answer within %s (proxy_params.%s): raise proxy_params.%s in the config, or pre-warm a cold backend with the warmer", route.alias, err.Limit, err.Timeout, err.Timeout)
 	case upstream.Unreachable:
 		return problemf(badGateway, "the backend for model %q at %s is unreachable: %s. Check that it runs and that proxy_params.api_base is right", route.alias, route.apiBase, scrub(err.Err.Error(), route.apiKey))
 	case upstream.Canceled:
@@ -134,8 +134,10 @@ func scrub(text, secret string) string {
 	if len(secret) < 4 {
 		return text
 	}
-	return string(bytes.ReplaceAll([]byte(text), []byte(secret), []byte("[redacted]")))
+	return string(bytes.ReplaceAll([]byte(text), []byte(secret), redacted))
 }
+
+var redacted = []byte("[redacted]")
 
 func chatErrorBody(p problem) []byte {
 	return chat.MarshalError(renderings[p.kind].chatType, p.message)

@@ -39,8 +39,9 @@ type harnessOptions struct {
 	extraYAML  string // appended to every route's proxy_params
 	settings   string // general_settings body
 	ping       time.Duration
-	backendURL string // overrides the stub's URL
-	routesYAML string // replaces the default model_list
+	backendURL string         // overrides the stub's URL
+	routesYAML string         // replaces the default model_list
+	pool       *upstream.Pool // nil: a pool with a 10 ms backoff
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -73,8 +74,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool()
-	pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
+	pool := o.pool
+	if pool == nil {
+		pool = upstream.NewPool()
+		pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
+	}
 	h.server = server.New(cfg, server.Options{
 		Keys:         []string{clientKey},
 		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -81,7 +82,27 @@ func requestProblem(err error) problem {
 		}
 		return problemf(notFound, "%s", unknown.Error())
 	}
-	return problemf(invalidRequest, "%s", err.Error())
+	return problemf(invalidRequest, "%s", clipMessage(err.Error()))
+}
+
+// maxMessage bounds an error message built from the request: a path into
+// JSON nested 10000 deep would otherwise make a 20 KB message.
+const maxMessage = 1024
+
+// clipMessage keeps the start and the end of a long message (the end
+// says what went wrong, the start where).
+func clipMessage(m string) string {
+	if len(m) <= maxMessage {
+		return m
+	}
+	head, tail := m[:maxMessage/2], m[len(m)-maxMessage/2:]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	for !utf8.ValidString(tail) {
+		tail = tail[1:]
+	}
+	return head + " … " + tail
 }
 
 func (s *Server) call(route routeInfo, req translate.BackendRequest) upstream.Call {
