@@ -70,6 +70,19 @@ bench: build
 	$(GOBUILD) -o $(BIN)/bench ./proxy/cmd/bench
 	$(BIN)/bench --proxy $(BIN)/proxy --stub $(BIN)/stub-backend --out docs/performance.md $(BENCH_ARGS)
 
+# soak: SOAK_STREAMS (200) concurrent Messages streams through bin/proxy
+# and bin/stub-backend, run as processes, for SOAK_DURATION (2m); some
+# clients hang up mid-stream. Reports requests done, errors, and the
+# proxy's goroutines (its --pprof endpoint), threads and RSS
+# (/proc/PID/status) from idle to the end; fails on any error or growth
+# (proxy/cmd/soak). SOAK_ARGS: more flags (see go run ./proxy/cmd/soak -h).
+SOAK_DURATION ?= 2m
+SOAK_STREAMS  ?= 200
+.PHONY: soak
+soak: build
+	$(GOBUILD) -o $(BIN)/soak ./proxy/cmd/soak
+	$(BIN)/soak --bin $(BIN) --duration $(SOAK_DURATION) --streams $(SOAK_STREAMS) $(SOAK_ARGS)
+
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
 #
 #   make up     build bin/ and the images, start backend stub + proxy + warmer,

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -43,6 +44,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		grace      = fs.Duration("grace", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may take to finish")
 		logFormat  = fs.String("log-format", "text", "log format: text or json")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -85,6 +87,16 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		fmt.Fprintf(stderr, "proxy: cannot listen on %s: %v (is another process using port %d? pick another with --port)\n", addr, err, *port)
 		return 1
 	}
+	if *pprofAddr != "" {
+		pln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "proxy: --pprof: cannot listen on %s: %v\n", *pprofAddr, err)
+			return 1
+		}
+		defer pln.Close()
+		go (&http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}).Serve(pln)
+		log.Info("pprof listening", "addr", pln.Addr().String())
+	}
 	httpServer := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -118,6 +130,18 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	}
 	log.Info("proxy stopped")
 	return 0
+}
+
+// pprofMux serves the runtime's profiles (goroutines, heap, CPU) for
+// --pprof: the soak test reads the goroutine count from it.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
