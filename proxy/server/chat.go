@@ -22,8 +22,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 	req, err := translate.ChatToChat(body, s.resolve)
 	if err != nil {
 		f.write(w, requestProblem(err))
+		putBuffer(body)
 		return
 	}
+	releaseBody(body, req.Body)
 	route := s.routes[req.Target.Alias]
 	setAlias(w, route.alias)
 	resp, err := s.pool.Do(r.Context(), s.call(route, req))
@@ -32,17 +34,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		return
 	}
 	if !req.Stream {
-		b, err := readResponse(resp)
+		raw, err := readResponse(resp)
 		if err != nil {
+			putBuffer(raw)
 			s.chatBackendError(w, r, err, route)
 			return
 		}
-		if out, err := translate.ChatResponseModel(b, route.alias); err == nil {
-			b = out
+		b := raw
+		if out, err := translate.ChatResponseModel(raw, route.alias); err == nil {
+			releaseBody(raw, out)
+			b, raw = out, nil
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
+		putBuffer(raw)
 		return
 	}
 	defer resp.Body.Close()

@@ -36,8 +36,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	req, err := translate.MessagesToChat(body, s.resolve)
 	if err != nil {
 		f.write(w, requestProblem(err))
+		putBuffer(body)
 		return
 	}
+	releaseBody(body, req.Body)
 	route := s.routes[req.Target.Alias]
 	setAlias(w, route.alias)
 	if req.Stream {
@@ -51,14 +53,17 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	}
 	b, err := readResponse(resp)
 	if err != nil {
+		putBuffer(b)
 		s.messagesBackendError(w, r, err, route)
 		return
 	}
 	out, err := translate.ChatToMessages(b, route.alias)
 	if err != nil {
 		messagesFormat.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), route.apiKey)))
+		putBuffer(b)
 		return
 	}
+	releaseBody(b, out)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.Write(out)
@@ -186,6 +191,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	if !ok {
 		return
 	}
+	defer putBuffer(body)
 	estimate, err := translate.CountTokens(body)
 	if err != nil {
 		f.write(w, requestProblem(err))

@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,8 @@ import (
 )
 
 // readBody reads a request body within the configured limit, answering the
-// client itself when it cannot.
+// client itself when it cannot. The body is in a pooled buffer: the caller
+// gives it back (releaseBody, putBuffer) when nothing uses it any more.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !acceptableType(ct) {
 		f.write(w, problemf(unsupportedMedia, "Content-Type %q is not accepted: send the body as application/json", ct))
@@ -30,7 +32,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]b
 	if r.ContentLength > 0 {
 		size = int(r.ContentLength) + 1
 	}
-	buf := make([]byte, 0, size)
+	buf := getBuffer(size)
 	reader := http.MaxBytesReader(w, r.Body, limit)
 	for {
 		if len(buf) == cap(buf) {
@@ -48,11 +50,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]b
 			} else {
 				f.write(w, problemf(invalidRequest, "reading the request body: %v", err))
 			}
+			putBuffer(buf)
 			return nil, false
 		}
 	}
 	if len(buf) == 0 {
 		f.write(w, problemf(invalidRequest, "the request body is empty: send a JSON object"))
+		putBuffer(buf)
 		return nil, false
 	}
 	return buf, true
@@ -121,99 +125,121 @@ func (s *Server) call(route routeInfo, req translate.BackendRequest) upstream.Ca
 // maxResponseBytes bounds a non-stream backend answer.
 const maxResponseBytes = 64 << 20
 
+// readResponse reads a non-stream answer into a pooled buffer, which the
+// caller gives back (putBuffer) once it has used it.
 func readResponse(resp *upstream.Response) ([]byte, error) {
 	defer resp.Body.Close()
-	return io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	hint := int64(-1)
+	if v := resp.Header.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			hint = n
+		}
+	}
+	return readAll(resp.Body, hint, maxResponseBytes)
 }
 
 var readBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-type readResult struct {
-	buf *[]byte
-	n   int
-	err error
-}
-
 // relay copies a backend stream to the client through feed, flushing after
-// every read. It reads in its own goroutine so that, while the backend is
-// silent, ping (when not nil) keeps the client's idle timer from firing.
-// One read is in flight at a time: a client that stops reading stops the
-// backend reads too. It returns the error that ended the stream early (a
-// read error, a feed error, or the client's going away), nil at a clean end.
+// every read. It reads, translates, writes and flushes in the calling
+// goroutine, as httputil.ReverseProxy does: no hand-over between
+// goroutines for each event. A client that stops reading blocks the write,
+// and so the next backend read. While the backend is silent, ping (when not
+// nil) keeps the client's idle timer from firing: a timer writes it, under
+// the lock that each write of the loop takes. The client's going away
+// cancels the backend request (its context is the client's), which ends the
+// read. relay returns the error that ended the stream early (a read error, a
+// feed error, or the client's going away), nil at a clean end.
 func relay(w http.ResponseWriter, r *http.Request, body io.Reader, feed func(dst, p []byte) ([]byte, error), done func() bool, ping func(dst []byte) []byte, every time.Duration) error {
 	flusher, _ := w.(http.Flusher)
-	results := make(chan readResult)
-	next := make(chan struct{}, 1)
-	quit := make(chan struct{})
-	defer close(quit)
-	go func() {
-		for {
-			buf := readBuffers.Get().(*[]byte)
-			n, err := body.Read(*buf)
-			select {
-			case results <- readResult{buf, n, err}:
-			case <-quit:
-				readBuffers.Put(buf)
-				return
-			}
-			if err != nil {
-				return
-			}
-			select {
-			case <-next:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	var tick <-chan time.Time
-	var timer *time.Timer
-	if ping != nil {
-		timer = time.NewTimer(every)
-		defer timer.Stop()
-		tick = timer.C
+	bufp := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(bufp)
+	buf := *bufp
+	var pg *pinger
+	if ping != nil && every > 0 {
+		pg = startPinger(w, flusher, ping, every)
+		defer pg.stop()
 	}
 	var out []byte
 	for {
-		select {
-		case res := <-results:
-			var ferr error
-			if res.n > 0 {
-				out, ferr = feed(out[:0], (*res.buf)[:res.n])
-				if len(out) > 0 {
-					if _, err := w.Write(out); err != nil {
-						readBuffers.Put(res.buf)
-						return err
-					}
-					if flusher != nil {
-						flusher.Flush()
-					}
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if pg != nil {
+				pg.mu.Lock()
+			}
+			var ferr, werr error
+			out, ferr = feed(out[:0], buf[:n])
+			if len(out) > 0 {
+				if _, werr = w.Write(out); werr == nil && flusher != nil {
+					flusher.Flush()
 				}
 			}
-			readBuffers.Put(res.buf)
+			if pg != nil {
+				pg.last = time.Now()
+				pg.mu.Unlock()
+			}
+			if werr != nil {
+				return werr
+			}
 			if ferr != nil {
 				return ferr
 			}
-			if res.err == io.EOF || (done != nil && done()) {
-				return nil
-			}
-			if res.err != nil {
-				return res.err
-			}
-			if timer != nil {
-				timer.Reset(every)
-			}
-			next <- struct{}{}
-		case <-tick:
-			if _, err := w.Write(ping(out[:0])); err != nil {
+		}
+		if rerr == io.EOF || (done != nil && done()) {
+			return nil
+		}
+		if rerr != nil {
+			if err := r.Context().Err(); err != nil {
 				return err
 			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			timer.Reset(every)
-		case <-r.Context().Done():
-			return r.Context().Err()
+			return rerr
 		}
 	}
+}
+
+// pinger writes a ping when nothing was written for its interval.
+type pinger struct {
+	mu      sync.Mutex
+	last    time.Time // the last write
+	stopped bool
+	timer   *time.Timer
+	w       http.ResponseWriter
+	flusher http.Flusher
+	ping    func(dst []byte) []byte
+	every   time.Duration
+	out     []byte
+}
+
+func startPinger(w http.ResponseWriter, flusher http.Flusher, ping func([]byte) []byte, every time.Duration) *pinger {
+	p := &pinger{w: w, flusher: flusher, ping: ping, every: every, last: time.Now()}
+	p.timer = time.AfterFunc(every, p.fire)
+	return p
+}
+
+func (p *pinger) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	// Writes push the ping back without touching the timer: it wakes at
+	// the interval and sleeps again for what is left of it.
+	if wait := p.every - time.Since(p.last); wait > 0 {
+		p.timer.Reset(wait)
+		return
+	}
+	p.out = p.ping(p.out[:0])
+	if _, err := p.w.Write(p.out); err == nil && p.flusher != nil {
+		p.flusher.Flush()
+	}
+	p.last = time.Now()
+	p.timer.Reset(p.every)
+}
+
+// stop ends the pings; when it returns, no ping is being written.
+func (p *pinger) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.timer.Stop()
+	p.mu.Unlock()
 }

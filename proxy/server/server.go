@@ -125,7 +125,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				formatOf(r.URL.Path).write(rec, problemf(badGateway, "internal error (request %s)", id))
 			}
 		}
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+		// Enabled first: the arguments would be boxed even for a level
+		// that drops the line.
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && s.log.Enabled(r.Context(), slog.LevelInfo) {
 			s.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "model", rec.alias, "bytes", rec.bytes, "duration", time.Since(start).Round(time.Microsecond))
 		}
