@@ -75,6 +75,8 @@ func badCases() []badCase {
 		{name: "chat/stream is a string", path: chat, body: `{"model":"local-model","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "stream"},
 		// Empty messages, missing model.
 		{name: "messages/empty messages", path: msgs, body: `{"model":"local-model","max_tokens":32,"messages":[]}`, status: 400, typ: "invalid_request_error", message: "messages"},
+		{name: "chat/empty messages", path: chat, body: `{"model":"local-model","messages":[]}`, status: 400, typ: "invalid_request_error", message: "messages: must not be empty"},
+		{name: "chat/empty messages, spaced", path: chat, body: `{"model":"local-model","messages":[ ]}`, status: 400, typ: "invalid_request_error", message: "messages: must not be empty"},
 		{name: "messages/missing model", path: msgs, body: `{"max_tokens":32,"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "model"},
 		{name: "chat/missing model", path: chat, body: `{"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "model"},
 		{name: "count_tokens/missing model", path: "/v1/messages/count_tokens", body: `{"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "model"},
@@ -95,6 +97,9 @@ func badCases() []badCase {
 		{name: "messages/zero max_tokens", path: msgs, body: `{"model":"local-model","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_tokens"},
 		{name: "messages/negative max_tokens", path: msgs, body: `{"model":"local-model","max_tokens":-5,"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_tokens"},
 		{name: "messages/missing max_tokens", path: msgs, body: `{"model":"local-model","messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_tokens"},
+		{name: "chat/zero max_tokens", path: chat, body: `{"model":"local-model","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_tokens: must be greater than 0"},
+		{name: "chat/negative max_completion_tokens", path: chat, body: `{"model":"local-model","max_completion_tokens":-5,"messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_completion_tokens: must be greater than 0"},
+		{name: "chat/max_tokens is a string", path: chat, body: `{"model":"local-model","max_tokens":"32","messages":[{"role":"user","content":"hi"}]}`, status: 400, typ: "invalid_request_error", message: "max_tokens: must be a number"},
 		// Headers.
 		{name: "messages/two Authorization headers", path: msgs, body: goodMessages, addAuth: true, status: 400, typ: "invalid_request_error", message: "one Authorization"},
 		{name: "chat/two Authorization headers", path: chat, body: goodChat, addAuth: true, status: 400, typ: "invalid_request_error", message: "one Authorization"},

@@ -46,6 +46,9 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if !ok || msgs.value.Kind() != '[' {
 		return BackendRequest{}, invalidf("messages: required (an array of messages)")
 	}
+	if len(top.msgs) == 0 {
+		return BackendRequest{}, invalidf("messages: must not be empty")
+	}
 	var stream bool
 	if s, ok := top.get("stream"); ok {
 		switch s.value.Kind() {
@@ -63,26 +66,27 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 
 	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
 	edits := []edit{{m.start, m.end, q}}
-	if limit := target.MaxOutputTokens; limit > 0 {
-		for _, name := range [...]string{"max_tokens", "max_completion_tokens"} {
-			v, ok := top.get(name)
-			if !ok {
-				continue
-			}
-			switch v.value.Kind() {
-			case 'n':
-				continue
-			case '0':
-			default:
-				return BackendRequest{}, invalidf("%s: must be a number, got %s", name, kindName(v.value.Kind()))
-			}
-			n, err := strconv.ParseFloat(string(v.value), 64)
-			if err != nil {
-				return BackendRequest{}, invalidf("%s: must be a number", name)
-			}
-			if n > float64(limit) {
-				edits = append(edits, edit{v.start, v.end, strconv.AppendInt(nil, int64(limit), 10)})
-			}
+	for _, name := range [...]string{"max_tokens", "max_completion_tokens"} {
+		v, ok := top.get(name)
+		if !ok {
+			continue
+		}
+		switch v.value.Kind() {
+		case 'n':
+			continue
+		case '0':
+		default:
+			return BackendRequest{}, invalidf("%s: must be a number, got %s", name, kindName(v.value.Kind()))
+		}
+		n, err := strconv.ParseFloat(string(v.value), 64)
+		if err != nil {
+			return BackendRequest{}, invalidf("%s: must be a number", name)
+		}
+		if n < 1 {
+			return BackendRequest{}, invalidf("%s: must be greater than 0, got %s", name, v.value)
+		}
+		if limit := target.MaxOutputTokens; limit > 0 && n > float64(limit) {
+			edits = append(edits, edit{v.start, v.end, strconv.AppendInt(nil, int64(limit), 10)})
 		}
 	}
 	if !target.SupportsSystemMessage {

@@ -28,12 +28,12 @@ func TestChatToChatPassThrough(t *testing.T) {
 func TestChatToChatClamp(t *testing.T) {
 	tgt := Target{BackendModel: "m", SupportsSystemMessage: true, MaxOutputTokens: 8192}
 	for _, tt := range []struct{ in, want string }{
-		{`{"model":"a","messages":[],"max_tokens":32000}`, `{"model":"m","messages":[],"max_tokens":8192}`},
-		{`{"model":"a","messages":[],"max_completion_tokens":1e6}`, `{"model":"m","messages":[],"max_completion_tokens":8192}`},
-		{`{"max_tokens":128000,"model":"a","messages":[],"max_completion_tokens":9000}`, `{"max_tokens":8192,"model":"m","messages":[],"max_completion_tokens":8192}`},
-		{`{"model":"a","messages":[],"max_tokens":512}`, `{"model":"m","messages":[],"max_tokens":512}`},
-		{`{"model":"a","messages":[],"max_tokens":null}`, `{"model":"m","messages":[],"max_tokens":null}`},
-		{`{"model":"a","messages":[]}`, `{"model":"m","messages":[]}`},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":32000}`, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":8192}`},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_completion_tokens":1e6}`, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":8192}`},
+		{`{"max_tokens":128000,"model":"a","messages":[{"role":"user","content":"x"}],"max_completion_tokens":9000}`, `{"max_tokens":8192,"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":8192}`},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":512}`, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":512}`},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":null}`, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":null}`},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}]}`, `{"model":"m","messages":[{"role":"user","content":"x"}]}`},
 	} {
 		br, err := ChatToChat([]byte(tt.in), resolverFor(tgt))
 		if err != nil {
@@ -45,7 +45,7 @@ func TestChatToChatClamp(t *testing.T) {
 		}
 	}
 	// No limit configured: nothing clamped.
-	in := `{"model":"a","messages":[],"max_tokens":128000}`
+	in := `{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":128000}`
 	br, err := ChatToChat([]byte(in), resolverFor(Target{BackendModel: "a", SupportsSystemMessage: true}))
 	if err != nil || string(br.Body) != in {
 		t.Errorf("unclamped: %s, %v", br.Body, err)
@@ -142,8 +142,12 @@ func TestChatToChatErrors(t *testing.T) {
 		{`{"model":7,"messages":[]}`, "model: required"},
 		{`{"model":"a"}`, "messages: required"},
 		{`{"model":"a","messages":"hi"}`, "messages: required"},
-		{`{"model":"a","messages":[],"stream":"yes"}`, "stream: must be a boolean"},
-		{`{"model":"a","messages":[],"max_tokens":"many"}`, "max_tokens: must be a number"},
+		{`{"model":"a","messages":[]}`, "messages: must not be empty"},
+		{`{"model":"a","messages":[ ]}`, "messages: must not be empty"},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"stream":"yes"}`, "stream: must be a boolean"},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":"many"}`, "max_tokens: must be a number"},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "max_tokens: must be greater than 0, got 0"},
+		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_completion_tokens":-3}`, "max_completion_tokens: must be greater than 0, got -3"},
 		{`{"model":"a","messages":[{"role":"system","content":5}]}`, "content must be a string"},
 		{`{"model":"a","messages":[7]}`, "messages.0: must be an object"},
 		{`{"model":"a","messages":[{"role":5}]}`, "messages.0.role: must be a string"},
@@ -155,7 +159,7 @@ func TestChatToChatErrors(t *testing.T) {
 		}
 	}
 	// The resolver's error comes back as it is.
-	_, err := ChatToChat([]byte(`{"model":"nope","messages":[]}`), func(a string) (Target, error) { return Target{}, &unknownAlias{a} })
+	_, err := ChatToChat([]byte(`{"model":"nope","messages":[{"role":"user","content":"x"}]}`), func(a string) (Target, error) { return Target{}, &unknownAlias{a} })
 	var ua *unknownAlias
 	if !errors.As(err, &ua) || ua.alias != "nope" {
 		t.Errorf("resolver error: %v", err)
