@@ -636,6 +636,11 @@ func TestClientStopsReading(t *testing.T) {
 			}
 			t.Logf("backend stalled after %d KB; heap in use %+d KB", last>>10, (int64(after.HeapInuse)-int64(before.HeapInuse))>>10)
 
+			select {
+			case <-backend.ended:
+				t.Fatal("the backend request ended while the client was still there")
+			default:
+			}
 			// Hanging up then ends the backend request.
 			resp.Body.Close()
 			select {
@@ -645,5 +650,27 @@ func TestClientStopsReading(t *testing.T) {
 			}
 			waitIdle(t, h)
 		})
+	}
+}
+
+// TestClientStopsReadingFreesBackend: the backend is not held hostage by
+// a client that stops reading but stays connected: once the proxy has not
+// read from the backend for stream_timeout, it cancels the backend
+// request.
+func TestClientStopsReadingFreesBackend(t *testing.T) {
+	backend, base := newEndless(t)
+	h := newHarness(t, harnessOptions{backendURL: base, extraYAML: "      stream_timeout: 0.5\n"})
+	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"go on forever"}]}`)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-backend.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the backend request still runs 5 s after the client stopped reading (stream_timeout 0.5 s)")
 	}
 }
