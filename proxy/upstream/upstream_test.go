@@ -1,0 +1,177 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func fastPool() *Pool {
+	p := NewPool()
+	p.SetBackoff(func(int) time.Duration { return time.Millisecond })
+	return p
+}
+
+func TestBackoffDoublesToCap(t *testing.T) {
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
+	for n, w := range want {
+		if got := Backoff(n); got != w {
+			t.Errorf("Backoff(%d) = %s, want %s", n, got, w)
+		}
+	}
+}
+
+func TestDoSendsKeyAndBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer k1" || string(b) != `{"x":1}` {
+			w.WriteHeader(400)
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	resp, err := fastPool().Do(context.Background(), Call{BaseURL: srv.URL + "/v1", Path: "/chat/completions", APIKey: "k1", Body: []byte(`{"x":1}`), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Status != 200 || string(b) != "ok" {
+		t.Errorf("%d %s", resp.Status, b)
+	}
+}
+
+func TestDoRetries503ThenGivesUp(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(503)
+		w.Write([]byte(`{"error":{"message":"Loading model"}}`))
+	}))
+	defer srv.Close()
+	_, err := fastPool().Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Retries: 3, Timeout: time.Second})
+	var ue *Error
+	if !errors.As(err, &ue) || ue.Kind != Status || ue.Status != 503 || !strings.Contains(string(ue.Body), "Loading model") {
+		t.Fatalf("err = %#v", err)
+	}
+	if n.Load() != 4 {
+		t.Errorf("%d attempts, want 1 + 3 retries", n.Load())
+	}
+}
+
+func TestDoRecoversAfterRetry(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) < 3 {
+			w.WriteHeader(503)
+			return
+		}
+		w.Write([]byte("warm"))
+	}))
+	defer srv.Close()
+	resp, err := fastPool().Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Retries: 3, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n.Load() != 3 {
+		t.Errorf("%d attempts", n.Load())
+	}
+}
+
+func TestDoDoesNotRetryClientErrors(t *testing.T) {
+	for _, status := range []int{400, 401, 404, 429} {
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.WriteHeader(status)
+		}))
+		_, err := fastPool().Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Retries: 3, Timeout: time.Second})
+		srv.Close()
+		var ue *Error
+		if !errors.As(err, &ue) || ue.Status != status || n.Load() != 1 {
+			t.Errorf("status %d: err %v after %d attempts", status, err, n.Load())
+		}
+	}
+}
+
+func TestDoUnreachableAfterRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = fastPool().Do(context.Background(), Call{BaseURL: "http://" + addr, Path: "/x", Retries: 2, Timeout: time.Second})
+	var ue *Error
+	if !errors.As(err, &ue) || ue.Kind != Unreachable {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestTimeouts(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stall-mid-stream" {
+			w.Write([]byte("data: first\n\n"))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	p := fastPool()
+
+	start := time.Now()
+	_, err := p.Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Timeout: 100 * time.Millisecond, StreamTimeout: time.Hour})
+	var ue *Error
+	if !errors.As(err, &ue) || ue.Kind != Timeout || ue.Timeout != "timeout" || time.Since(start) > time.Second {
+		t.Errorf("non-stream: err %v after %s", err, time.Since(start))
+	}
+
+	_, err = p.Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Stream: true, Timeout: time.Hour, StreamTimeout: 100 * time.Millisecond})
+	if !errors.As(err, &ue) || ue.Kind != Timeout || ue.Timeout != "stream_timeout" {
+		t.Errorf("stream first byte: err %v", err)
+	}
+
+	resp, err := p.Do(context.Background(), Call{BaseURL: srv.URL, Path: "/stall-mid-stream", Stream: true, Timeout: time.Hour, StreamTimeout: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	if !errors.As(err, &ue) || ue.Kind != Timeout || ue.Timeout != "stream_timeout" {
+		t.Errorf("stream stalled mid-way: err %v", err)
+	}
+}
+
+func TestClientCancelEndsBackendRequest(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(gone)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := fastPool().Do(ctx, Call{BaseURL: srv.URL, Path: "/x", Retries: 3, Timeout: time.Hour})
+	var ue *Error
+	if !errors.As(err, &ue) || ue.Kind != Canceled {
+		t.Errorf("err = %v", err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(2 * time.Second):
+		t.Error("the backend never saw the cancellation")
+	}
+}
