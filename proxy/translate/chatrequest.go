@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"io"
 	"slices"
 	"strconv"
 
@@ -170,54 +169,93 @@ func foldSystemMessages(msgs []chatMessage, size int) (out []byte, changed bool,
 	return append(w, ']'), true, nil
 }
 
-// scanMessages reads the messages array at the decoder's position (its
-// '[' not yet read) in the same pass that validates it. Raw bytes are
-// slices of src, the decoder's whole input.
-func scanMessages(dec *jsontext.Decoder, src []byte) ([]chatMessage, error) {
-	if _, err := dec.ReadToken(); err != nil { // [
+// scanMessages reads the messages array at the scanner's position (its
+// '[' next) in the same pass that validates it. Raw bytes are slices of
+// the scanner's input.
+func scanMessages(sc *scanner) ([]chatMessage, error) {
+	if err := sc.enter(); err != nil {
 		return nil, err
 	}
+	sc.i++ // [
 	var msgs []chatMessage
-	for i := 0; dec.PeekKind() != ']'; i++ {
-		start := dec.InputOffset()
-		if dec.PeekKind() != '{' {
-			if _, err := dec.ReadValue(); err != nil {
+	if sc.ws() == ']' {
+		sc.i++
+		sc.depth--
+		return msgs, nil
+	}
+	for i := 0; ; i++ {
+		start := sc.i
+		if sc.ws() != '{' {
+			if _, err := sc.value(); err != nil {
 				return nil, err
 			}
 			return nil, invalidf("messages.%d: must be an object", i)
 		}
-		if _, err := dec.ReadToken(); err != nil {
+		if err := sc.enter(); err != nil {
 			return nil, err
 		}
+		sc.i++ // {
 		var m chatMessage
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			val, err := dec.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			switch string(name) {
-			case `"role"`:
-				if val.Kind() != '"' || json.Unmarshal(val, &m.role) != nil {
-					return nil, invalidf("messages.%d.role: must be a string", i)
+		if sc.ws() != '}' {
+			for {
+				if sc.ws() != '"' {
+					if sc.i >= len(sc.b) {
+						return nil, sc.eof()
+					}
+					return nil, sc.errorf("invalid character %q, expecting a member name", sc.b[sc.i])
 				}
-			case `"content"`:
-				m.content = val
-			default:
-				m.rest = append(m.rest, [2][]byte{name, val})
+				name, err := sc.value()
+				if err != nil {
+					return nil, err
+				}
+				if err := sc.expect(':'); err != nil {
+					return nil, err
+				}
+				val, err := sc.value()
+				if err != nil {
+					return nil, err
+				}
+				switch string(name) {
+				case `"role"`:
+					if jsontext.Value(val).Kind() != '"' || json.Unmarshal(val, &m.role) != nil {
+						return nil, invalidf("messages.%d.role: must be a string", i)
+					}
+				case `"content"`:
+					m.content = val
+				default:
+					m.rest = append(m.rest, [2][]byte{name, val})
+				}
+				if sc.ws() == ',' {
+					sc.i++
+					continue
+				}
+				break
+			}
+			if sc.ws() != '}' {
+				if sc.i >= len(sc.b) {
+					return nil, sc.eof()
+				}
+				return nil, sc.errorf("invalid character %q after object member", sc.b[sc.i])
 			}
 		}
-		if _, err := dec.ReadToken(); err != nil { // }
-			return nil, err
-		}
-		m.raw = bytes.TrimLeft(src[start:dec.InputOffset()], " \t\r\n,")
+		sc.i++ // }
+		sc.depth--
+		m.raw = bytes.TrimLeft(sc.b[start:sc.i], " \t\r\n,")
 		msgs = append(msgs, m)
+		switch sc.ws() {
+		case ',':
+			sc.i++
+		case ']':
+			sc.i++
+			sc.depth--
+			return msgs, nil
+		default:
+			if sc.i >= len(sc.b) {
+				return nil, sc.eof()
+			}
+			return nil, sc.errorf("invalid character %q after array element", sc.b[sc.i])
+		}
 	}
-	_, err := dec.ReadToken() // ]
-	return msgs, err
 }
 
 // appendMergedUser writes one user message holding the contents of msgs
@@ -381,63 +419,82 @@ func (o *object) get(name string) (member, bool) {
 
 // scanObject reads a JSON object's top-level members, remembering those
 // that want names (the last one of a repeated name). The whole body is
-// validated, in one pass: with messages set, an array-valued "messages"
-// member is scanned into object.msgs on the way.
+// validated, in one pass (see scanner): with messages set, an
+// array-valued "messages" member is scanned into object.msgs on the way.
 func scanObject(body []byte, messages bool, want func(string) bool) (object, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body), decodeOpts)
+	sc := scanner{b: body}
 	var o object
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return o, decodeError(err)
-	}
-	if tok.Kind() != '{' {
+	switch sc.ws() {
+	case '{':
+	case 0:
+		return o, sc.eof()
+	default:
+		if _, err := sc.value(); err != nil {
+			return o, err
+		}
 		return o, invalidf("request body: must be a JSON object")
 	}
-	o.open = int(dec.InputOffset()) - 1
+	o.open = sc.i
+	sc.depth = 1
+	sc.i++
 	o.named = make(map[string]member, 5)
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return o, decodeError(err)
-		}
-		o.members++
-		name := tok.String()
-		if !want(name) {
-			if err := dec.SkipValue(); err != nil {
+	if sc.ws() != '}' {
+		for {
+			if sc.ws() != '"' {
+				if sc.i >= len(sc.b) {
+					return o, sc.eof()
+				}
+				return o, sc.errorf("invalid character %q, expecting a member name", sc.b[sc.i])
+			}
+			raw, err := sc.value()
+			if err != nil {
+				return o, err
+			}
+			o.members++
+			var name string
+			if bytes.IndexByte(raw, '\\') < 0 {
+				name = string(raw[1 : len(raw)-1])
+			} else if err := json.Unmarshal(raw, &name); err != nil {
 				return o, decodeError(err)
 			}
-			continue
-		}
-		if messages && name == "messages" && dec.PeekKind() == '[' {
-			after := int(dec.InputOffset()) // just past the name; then ':' and '['
-			msgs, err := scanMessages(dec, body)
-			if err != nil {
-				if _, ok := err.(*RequestError); ok {
+			if err := sc.expect(':'); err != nil {
+				return o, err
+			}
+			if messages && name == "messages" && sc.ws() == '[' {
+				start := sc.i
+				msgs, err := scanMessages(&sc)
+				if err != nil {
 					return o, err
 				}
-				return o, decodeError(err)
+				o.msgs = msgs
+				o.named[name] = member{value: body[start:sc.i], start: start, end: sc.i}
+			} else if !want(name) {
+				if _, err := sc.value(); err != nil {
+					return o, err
+				}
+			} else {
+				v, err := sc.value()
+				if err != nil {
+					return o, err
+				}
+				o.named[name] = member{value: v, start: sc.i - len(v), end: sc.i}
 			}
-			end := int(dec.InputOffset())
-			start := after + bytes.IndexByte(body[after:], '[')
-			o.msgs = msgs
-			o.named[name] = member{value: body[start:end], start: start, end: end}
-			continue
+			if sc.ws() == ',' {
+				sc.i++
+				continue
+			}
+			break
 		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return o, decodeError(err)
+		if sc.ws() != '}' {
+			if sc.i >= len(sc.b) {
+				return o, sc.eof()
+			}
+			return o, sc.errorf("invalid character %q after object member", sc.b[sc.i])
 		}
-		end := int(dec.InputOffset())
-		o.named[name] = member{value: v, start: end - len(v), end: end}
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return o, decodeError(err)
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			return o, invalidf("request body: data after the JSON object")
-		}
-		return o, decodeError(err)
+	sc.i++
+	if sc.ws() != 0 || sc.i < len(sc.b) {
+		return o, invalidf("request body: data after the JSON object")
 	}
 	return o, nil
 }

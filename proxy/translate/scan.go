@@ -1,0 +1,373 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"unicode/utf8"
+)
+
+// scanner reads JSON from a byte slice for the pass-through paths, which
+// only find a few members and copy the rest as raw bytes. It validates as
+// strictly as jsontext does with AllowDuplicateNames (string escapes and
+// UTF-8, control characters, number grammar, literals, nesting up to
+// jsontext's maximum depth), but skips over the text of strings with
+// bytes.IndexByte and eight bytes at a time rather than byte by byte: a
+// coding client's 50 KB of prompts and tool schemas are almost all string
+// text, and a byte-at-a-time tokenizer spent most of the pass-through's
+// CPU on them.
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// maxDepth is jsontext's limit on nesting.
+const maxDepth = 10000
+
+func (s *scanner) errorf(format string, args ...any) error {
+	return &RequestError{Msg: fmt.Sprintf("malformed JSON at byte offset %d: ", s.i) + fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) eof() error {
+	return &RequestError{Msg: fmt.Sprintf("malformed JSON at byte offset %d: unexpected end of input", len(s.b))}
+}
+
+// ws skips whitespace and returns the next byte (0 at the end).
+func (s *scanner) ws() byte {
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; c {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// expect consumes byte c after whitespace.
+func (s *scanner) expect(c byte) error {
+	if s.ws() != c {
+		if s.i >= len(s.b) {
+			return s.eof()
+		}
+		return s.errorf("invalid character %q, expecting %q", s.b[s.i], c)
+	}
+	s.i++
+	return nil
+}
+
+// value consumes one JSON value after whitespace and returns its raw bytes.
+func (s *scanner) value() ([]byte, error) {
+	c := s.ws()
+	start := s.i
+	var err error
+	switch {
+	case c == '"':
+		err = s.str()
+	case c == '{':
+		err = s.object()
+	case c == '[':
+		err = s.array()
+	case c == '-' || c >= '0' && c <= '9':
+		err = s.number()
+	case c == 't':
+		err = s.literal("true")
+	case c == 'f':
+		err = s.literal("false")
+	case c == 'n':
+		err = s.literal("null")
+	case s.i >= len(s.b):
+		err = s.eof()
+	default:
+		err = s.errorf("invalid character %q at start of value", c)
+	}
+	return s.b[start:s.i], err
+}
+
+func (s *scanner) literal(lit string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		if len(s.b)-s.i < len(lit) && bytes.HasPrefix([]byte(lit), s.b[s.i:]) {
+			return s.eof()
+		}
+		return s.errorf("invalid literal, expecting %s", lit)
+	}
+	s.i += len(lit)
+	return nil
+}
+
+func (s *scanner) enter() error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.errorf("exceeded max depth of %d", maxDepth)
+	}
+	return nil
+}
+
+func (s *scanner) object() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.i++ // {
+	if s.ws() == '}' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if s.ws() != '"' {
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			return s.errorf("invalid character %q, expecting a member name", s.b[s.i])
+		}
+		if err := s.str(); err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if _, err := s.value(); err != nil {
+			return err
+		}
+		switch s.ws() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			return s.errorf("invalid character %q after object member", s.b[s.i])
+		}
+	}
+}
+
+func (s *scanner) array() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.i++ // [
+	if s.ws() == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if _, err := s.value(); err != nil {
+			return err
+		}
+		switch s.ws() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			return s.errorf("invalid character %q after array element", s.b[s.i])
+		}
+	}
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+		n++
+	}
+	return n
+}
+
+func (s *scanner) number() error {
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i >= len(s.b):
+		return s.eof()
+	case s.b[s.i] == '0':
+		s.i++
+	case s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return s.errorf("invalid character %q in number", s.b[s.i])
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			return s.errorf("invalid character %q in number", s.b[s.i])
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			return s.errorf("invalid character %q in number", s.b[s.i])
+		}
+	}
+	return nil
+}
+
+// str consumes a string; s.b[s.i] is its opening quote.
+func (s *scanner) str() error {
+	b := s.b
+	j := s.i + 1
+	for {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			if k := checkText(b[j:]); k >= 0 {
+				return s.textError(j + k)
+			}
+			return s.eof()
+		}
+		seg := b[j : j+q]
+		bs := bytes.IndexByte(seg, '\\')
+		if bs < 0 {
+			if k := checkText(seg); k >= 0 {
+				return s.textError(j + k)
+			}
+			s.i = j + q + 1
+			return nil
+		}
+		if k := checkText(seg[:bs]); k >= 0 {
+			return s.textError(j + k)
+		}
+		j += bs
+		n, err := s.escape(j)
+		if err != nil {
+			return err
+		}
+		j += n
+	}
+}
+
+// textError reports the bad byte of string text at b[at], in jsontext's
+// words.
+func (s *scanner) textError(at int) error {
+	s.i = at
+	if s.b[at] < 0x20 {
+		return s.errorf("invalid character %q within string (expecting non-control character)", s.b[at])
+	}
+	return s.errorf("invalid UTF-8 within string")
+}
+
+// escape checks the escape sequence at b[j] ('\\') and returns its length.
+func (s *scanner) escape(j int) (int, error) {
+	b := s.b
+	if j+1 >= len(b) {
+		return 0, s.eof()
+	}
+	switch b[j+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case 'u':
+		r, ok := hex4(b, j+2)
+		if !ok {
+			if len(b) < j+6 {
+				return 0, s.eof()
+			}
+			s.i = j
+			return 0, s.errorf("invalid escape sequence %q in string", b[j:j+6])
+		}
+		switch {
+		case r >= 0xd800 && r < 0xdc00: // a high surrogate: a low one must follow
+			if j+12 <= len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
+				if r2, ok := hex4(b, j+8); ok && r2 >= 0xdc00 && r2 < 0xe000 {
+					return 12, nil
+				}
+			}
+			s.i = j
+			return 0, s.errorf("invalid surrogate pair in string")
+		case r >= 0xdc00 && r < 0xe000:
+			s.i = j
+			return 0, s.errorf("invalid surrogate pair in string")
+		}
+		return 6, nil
+	}
+	s.i = j
+	return 0, s.errorf("invalid escape sequence %q in string", b[j:j+2])
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// checkText checks unescaped string text: no control character, valid
+// UTF-8. It returns the offset of the first bad byte, or -1.
+func checkText(t []byte) int {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	ascii := true
+	for ; i+8 <= len(t); i += 8 {
+		x := binary.LittleEndian.Uint64(t[i:])
+		if x&highs != 0 {
+			ascii = false
+		}
+		// A byte below 0x20 (exact for bytes below 0x80; others are
+		// checked as UTF-8 below).
+		if (x-lows*0x20)&^x&highs != 0 {
+			if k := firstControl(t[i : i+8]); k >= 0 {
+				return i + k
+			}
+		}
+	}
+	for ; i < len(t); i++ {
+		if t[i] < 0x20 {
+			return i
+		}
+		if t[i] >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(t) {
+		for k := 0; k < len(t); {
+			r, n := utf8.DecodeRune(t[k:])
+			if r == utf8.RuneError && n == 1 {
+				return k
+			}
+			k += n
+		}
+	}
+	return -1
+}
+
+func firstControl(t []byte) int {
+	for k, c := range t {
+		if c < 0x20 {
+			return k
+		}
+	}
+	return -1
+}

@@ -1,0 +1,48 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The scanner accepts exactly what jsontext accepts (duplicate names
+// allowed), and a value it accepts ends where jsontext's does.
+func FuzzScannerMatchesJSONText(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `""`, `0`, `-0.5e+10`, `01`, `1.`, `-`, `1e`, `.5`, `tru`, `true`, `nul`, `null `,
+		`{"a":1,"a":2}`, `{"a" : [1, 2 ,{"b":null}], "c":"\u00e9\ud83d\ude00"}`,
+		`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud83d\ude00"`, `"\u12"`, `"\x"`, `"a\/b"`,
+		"\"tab\there\"", "\"\xff\"", "\"\xe2\x82\"", "\"\xe2\x82\xac\"", "\"" + strings.Repeat("abcdefgh", 9) + "\x01\"",
+		`{"a":1,}`, `[1,]`, `{"a"}`, `{"a":}`, `{,}`, `[,1]`, `{"a":1 "b":2}`, ` `, ``, `{"a":"b"} x`,
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("é x \\n ", 40) + `"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sc := scanner{b: b}
+		_, err := sc.value()
+		if err == nil && sc.ws() != 0 || err == nil && sc.i < len(b) {
+			err = sc.errorf("data after the value")
+		}
+		want := jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true))
+		if (err == nil) != want {
+			t.Fatalf("%q: scanner error %v, jsontext valid %v", b, err, want)
+		}
+	})
+}
+
+// A 50 KB Chat request is mostly string text: the scanner skips it far
+// faster than a byte-at-a-time tokenizer.
+func BenchmarkScanChatRequest(b *testing.B) {
+	body := chatBody(b)
+	runBench(b, body, func(body []byte) {
+		sc := scanner{b: body}
+		if _, err := sc.value(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
