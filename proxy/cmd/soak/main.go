@@ -14,8 +14,9 @@
 // exercise the cancellation paths the soak watches for leaks.
 //
 // It exits 1 when a request failed or the proxy grew: goroutines or RSS at
-// the end of the load more than a margin above the same after warm-up, or
-// goroutines still well above the idle baseline once the load is over.
+// the end of the load more than a margin above their highest in the first
+// half of the load (after warm-up), or goroutines still well above the
+// idle baseline once the load is over.
 package main
 
 import (
@@ -174,6 +175,16 @@ func soak(o options) (bool, error) {
 	}
 
 	var warm, last sample
+	var firstHalf sample // the highest of each, from warm-up to half-time
+	half := start.Add(o.duration / 2)
+	note := func(at time.Time, m sample) {
+		if at.After(half) {
+			return
+		}
+		firstHalf.goroutines = max(firstHalf.goroutines, m.goroutines)
+		firstHalf.threads = max(firstHalf.threads, m.threads)
+		firstHalf.rss = max(firstHalf.rss, m.rss)
+	}
 	warmed := false
 	tick := time.NewTicker(time.Second)
 	nextRow := start.Add(o.sample)
@@ -192,6 +203,7 @@ func soak(o options) (bool, error) {
 				return false, err
 			}
 			warmed = true
+			note(now, warm)
 			row(label+" warm", warm, st.snapshot())
 			nextRow = now.Add(o.sample)
 		case warmed && now.After(nextRow):
@@ -200,6 +212,7 @@ func soak(o options) (bool, error) {
 			if err != nil {
 				return false, err
 			}
+			note(now, m)
 			row(label, m, st.snapshot())
 			clearStub(stubPort)
 		}
@@ -235,9 +248,9 @@ func soak(o options) (bool, error) {
 
 	fmt.Println()
 	fmt.Printf("requests done: %d (%.1f/s), errors: %d, client hang-ups: %d\n", final.done, float64(final.done)/loadTime.Seconds(), final.errors, final.hungUp)
-	fmt.Printf("goroutines: %d idle, %d after warm-up, %d at the end of the load, %d idle again\n", base.goroutines, warm.goroutines, last.goroutines, after.goroutines)
-	fmt.Printf("threads:    %d idle, %d after warm-up, %d at the end of the load\n", base.threads, warm.threads, last.threads)
-	fmt.Printf("RSS:        %s idle, %s after warm-up, %s at the end of the load, %s idle again\n", mb(base.rss), mb(warm.rss), mb(last.rss), mb(after.rss))
+	fmt.Printf("goroutines: %d idle, %d at most in the first half of the load, %d at its end, %d idle again\n", base.goroutines, firstHalf.goroutines, last.goroutines, after.goroutines)
+	fmt.Printf("threads:    %d idle, %d at most in the first half of the load, %d at its end\n", base.threads, firstHalf.threads, last.threads)
+	fmt.Printf("RSS:        %s idle, %s at most in the first half of the load, %s at its end, %s idle again\n", mb(base.rss), mb(firstHalf.rss), mb(last.rss), mb(after.rss))
 
 	var failures []string
 	if final.errors > 0 {
@@ -246,14 +259,14 @@ func soak(o options) (bool, error) {
 	if final.done == 0 {
 		failures = append(failures, "no request completed")
 	}
-	if limit := warm.goroutines + warm.goroutines/5 + 50; last.goroutines > limit {
-		failures = append(failures, fmt.Sprintf("goroutines grew under steady load: %d after warm-up, %d at the end (limit %d)", warm.goroutines, last.goroutines, limit))
+	if limit := firstHalf.goroutines + firstHalf.goroutines/10 + 50; last.goroutines > limit {
+		failures = append(failures, fmt.Sprintf("goroutines grew under steady load: %d at most in the first half, %d at the end (limit %d)", firstHalf.goroutines, last.goroutines, limit))
 	}
 	if limit := base.goroutines + idleSlack(o.streams); after.goroutines > limit {
 		failures = append(failures, fmt.Sprintf("goroutines left once idle: %d, idle baseline %d (limit %d, for the proxy's pooled backend connections)", after.goroutines, base.goroutines, limit))
 	}
-	if limit := warm.rss + warm.rss/4 + 16<<20; last.rss > limit {
-		failures = append(failures, fmt.Sprintf("RSS grew under steady load: %s after warm-up, %s at the end (limit %s)", mb(warm.rss), mb(last.rss), mb(limit)))
+	if limit := firstHalf.rss + firstHalf.rss/4 + 16<<20; last.rss > limit {
+		failures = append(failures, fmt.Sprintf("RSS grew under steady load: %s at most in the first half, %s at the end (limit %s)", mb(firstHalf.rss), mb(last.rss), mb(limit)))
 	}
 	if keyInLogs {
 		failures = append(failures, "a key reached the proxy's log")
