@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDeployConfigAnswersHealthzWithinASecond starts the proxy as a process
+// on the stack's own config and times /healthz from the start.
+func TestDeployConfigAnswersHealthzWithinASecond(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command(os.Args[0], "--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--port", port)
+	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=sk-start", "BACKEND_API_KEY=sk-backend")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for time.Since(start) < time.Second {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Logf("/healthz answered %s after start", time.Since(start).Round(time.Millisecond))
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no /healthz answer within a second of start:\n%s", stderr.String())
+}
+
+func TestStartupRefusals(t *testing.T) {
+	dir := t.TempDir()
+	noKey := filepath.Join(dir, "nokey.yaml")
+	os.WriteFile(noKey, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/START_BACKEND_KEY}\n"), 0o600)
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{"no client key", []string{"--config", noKey}, map[string]string{"START_BACKEND_KEY": "b"},
+			[]string{"no client key", "PROXY_API_KEY", "master_key", "--no-auth"}},
+		{"unset backend key", []string{"--config", noKey}, map[string]string{"PROXY_API_KEY": "k"},
+			[]string{"nokey.yaml:3:", "START_BACKEND_KEY", "not set"}},
+		{"missing config", []string{"--config", filepath.Join(dir, "none.yaml")}, map[string]string{"PROXY_API_KEY": "k"},
+			[]string{"none.yaml not found", "--config"}},
+		{"bad log level", []string{"--config", noKey, "--log-level", "loud"}, nil, []string{"--log-level"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(tc.args, &stderr, func(name string) (string, bool) { v, ok := tc.env[name]; return v, ok })
+			if code == 0 {
+				t.Fatal("exit 0")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestNoAuthSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: x}\n"), 0o600)
+	cmd := exec.Command(os.Args[0], "--config", cfg, "--host", "127.0.0.1", "--port", "0", "--no-auth")
+	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=")
+	p := &proxyProc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	defer func() { cmd.Process.Kill(); <-p.exited }()
+	p.waitLog(t, `(WITHOUT client authentication)`)
+	url := "http://" + p.waitLog(t, `msg="proxy listening" addr=(\S+)`)
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/v1/models without a key under --no-auth: %d", resp.StatusCode)
+	}
+}
