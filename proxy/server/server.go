@@ -23,8 +23,10 @@ import (
 )
 
 // DefaultPingInterval is how long a Messages stream waits for the backend
-// before it commits and starts sending pings.
-const DefaultPingInterval = 10 * time.Second
+// before it commits and starts sending pings. Five seconds keeps a backend
+// that fails fast (retries included, about 2 s) answering with a real HTTP
+// status, and a cold start of 5 s and more sending pings to the client.
+const DefaultPingInterval = 5 * time.Second
 
 // Options are the run-time settings that do not come from the config file.
 type Options struct {
@@ -44,9 +46,10 @@ type Server struct {
 	mux    *http.ServeMux
 	routes map[string]routeInfo
 
-	draining atomic.Bool
-	inflight sync.WaitGroup
-	active   atomic.Int64
+	admission sync.RWMutex // orders admissions before Drain's Wait
+	draining  atomic.Bool
+	inflight  sync.WaitGroup
+	active    atomic.Int64
 
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool // api_base → serves /tokenize
@@ -145,7 +148,9 @@ func requestID(r *http.Request) string {
 // Drain makes the server refuse new API requests with 503 and waits until
 // the ones in flight end or ctx ends.
 func (s *Server) Drain(ctx context.Context) error {
+	s.admission.Lock()
 	s.draining.Store(true)
+	s.admission.Unlock()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
@@ -167,11 +172,14 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 			f.write(w, problemf(methodNotAllowed, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, method))
 			return
 		}
+		s.admission.RLock()
 		if s.draining.Load() {
+			s.admission.RUnlock()
 			f.write(w, problemf(unavailable, "the proxy is shutting down: retry in a moment"))
 			return
 		}
 		s.inflight.Add(1)
+		s.admission.RUnlock()
 		s.active.Add(1)
 		defer func() { s.active.Add(-1); s.inflight.Done() }()
 		if p, ok := s.authenticate(r); !ok {

@@ -42,6 +42,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		noAuth     = fs.Bool("no-auth", false, "serve without a client key (only on a trusted network)")
 		health     = fs.Bool("healthcheck", false, "probe http://127.0.0.1:PORT/healthz and exit 0 when healthy")
 		grace      = fs.Duration("grace", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may take to finish")
+		ping       = fs.Duration("ping-interval", server.DefaultPingInterval, "a Messages stream whose backend is silent this long is committed (200) and pinged every interval")
 		logFormat  = fs.String("log-format", "text", "log format: text or json")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
@@ -80,7 +81,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	case len(keys) == 0:
 		log.Warn("serving WITHOUT client authentication (--no-auth): anyone who reaches this port can use the backends")
 	}
-	srv := server.New(cfg, server.Options{Keys: keys, Logger: log})
+	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
