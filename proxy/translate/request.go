@@ -291,17 +291,25 @@ func (b *builder) system(c messages.Content) error {
 		}
 		return nil
 	}
+	return b.systemBlocks(c.Blocks, "system", true)
+}
+
+// systemBlocks pushes the text blocks of a system prompt joined with a
+// blank line; where names the field in errors. With dropBilling, a first
+// block holding the client's billing header is dropped: it changes on every
+// request and would defeat the backend's prefix cache.
+func (b *builder) systemBlocks(blocks []messages.Block, where string, dropBilling bool) error {
 	var segs [][]byte
-	for i := range c.Blocks {
-		blk := &c.Blocks[i]
+	for i := range blocks {
+		blk := &blocks[i]
 		if blk.Type != "text" {
 			continue
 		}
 		in, ok := textOf(blk.Text)
 		if !ok {
-			return invalidf("system.%d.text: must be a string", i)
+			return invalidf("%s.%d.text: must be a string", where, i)
 		}
-		if len(in) == 0 || (i == 0 && rawHasPrefix(blk.Text, billingPrefix)) {
+		if len(in) == 0 || (dropBilling && i == 0 && rawHasPrefix(blk.Text, billingPrefix)) {
 			continue
 		}
 		if len(segs) > 0 {
@@ -344,29 +352,7 @@ func (b *builder) message(i int, m *messages.Message) error {
 	case "assistant":
 		return b.assistant(i, m.Content.Blocks)
 	case "system":
-		var segs [][]byte
-		for j := range m.Content.Blocks {
-			blk := &m.Content.Blocks[j]
-			if blk.Type != "text" {
-				continue
-			}
-			in, ok := textOf(blk.Text)
-			if !ok {
-				return invalidf("messages.%d.content.%d.text: must be a string", i, j)
-			}
-			if len(in) == 0 {
-				continue
-			}
-			if len(segs) > 0 {
-				segs = append(segs, sepPara)
-			}
-			segs = append(segs, in)
-			b.size.text += len(in)
-		}
-		if len(segs) > 0 {
-			b.pushSystem(segs)
-		}
-		return nil
+		return b.systemBlocks(m.Content.Blocks, "messages."+strconv.Itoa(i)+".content", false)
 	}
 	return b.user(i, m.Content.Blocks)
 }
