@@ -48,10 +48,15 @@ func newMeter() *meter {
 func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *sample
 	if b := m.batch.Load(); b != nil {
-		if i, err := strconv.Atoi(req.Header.Get("X-Vegeta-Seq")); err == nil && i < len(*b) {
+		slot := req.Header.Get("X-Bench-Slot")
+		if slot == "" {
+			slot = req.Header.Get("X-Vegeta-Seq")
+		}
+		if i, err := strconv.Atoi(slot); err == nil && i < len(*b) {
 			s = &(*b)[i]
 		}
 	}
+	req.Header.Del("X-Bench-Slot")
 	req.Header.Del("X-Vegeta-Seq")
 	req.Header.Del("X-Vegeta-Attack")
 	start := time.Now()
@@ -112,6 +117,53 @@ func (t target) targeter() vegeta.Targeter {
 		*dst = tg
 		return nil
 	}
+}
+
+// mixed sends rounds of one request to each target at one connection,
+// the order rotating each round, so that every target sees the same
+// machine from one request to the next. It returns each target's samples
+// and failures.
+func (g *loadGen) mixed(ts []target, rounds int) ([][]sample, []int) {
+	k := len(ts)
+	n := rounds * k
+	batch := make([]sample, n)
+	g.m.batch.Store(&batch)
+	defer g.m.batch.Store(nil)
+	which := func(slot int) int { return (slot/k + slot%k) % k }
+	var next atomic.Int64
+	tgts := make([]vegeta.Target, k)
+	for i, t := range ts {
+		tgts[i] = vegeta.Target{Method: http.MethodPost, URL: t.url, Body: t.body, Header: t.header}
+	}
+	targeter := func(dst *vegeta.Target) error {
+		slot := int(next.Add(1) - 1)
+		*dst = tgts[which(slot)]
+		dst.Header = dst.Header.Clone()
+		if dst.Header == nil {
+			dst.Header = http.Header{}
+		}
+		dst.Header.Set("X-Bench-Slot", strconv.Itoa(slot))
+		return nil
+	}
+	a := vegeta.NewAttacker(vegeta.Client(g.client), vegeta.Workers(1), vegeta.MaxWorkers(1), vegeta.MaxBody(0))
+	errs := make([]int, k)
+	for res := range a.Attack(targeter, countPacer{uint64(n)}, 0, "mixed") {
+		if res.Error != "" || res.Code != http.StatusOK {
+			errs[which(int(res.Seq))]++
+		}
+	}
+	out := make([][]sample, k)
+	for slot, s := range batch {
+		if s.ok {
+			out[which(slot)] = append(out[which(slot)], s)
+		}
+	}
+	for i, e := range errs {
+		if e > 0 {
+			warnf("%s: %d failed requests", ts[i].name, e)
+		}
+	}
+	return out, errs
 }
 
 // countPacer sends as fast as the workers allow, n requests in all.

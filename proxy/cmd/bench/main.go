@@ -63,7 +63,7 @@ func run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st := settings{rounds: 30, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 12}
+	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15}
 	if *quick {
 		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2}
 	}

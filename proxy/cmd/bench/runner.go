@@ -155,11 +155,11 @@ func (r *runner) all() (*results, error) {
 			}
 		}
 	}
-	progress("1 connection: %d cases × 3 targets × %d requests, interleaved in batches of %d", len(cases), r.st.rounds*r.st.batch, r.st.batch)
+	progress("1 connection: %d cases × 3 targets × %d requests, one to each target in turn", len(cases), r.st.rounds*r.st.batch)
 	for _, k := range cases {
 		cr := caseResult{k: k}
 		ts := k.targets(stub.url, fl.url, dm.url)
-		samples, cpu := r.interleaved(ts[:], pids[:], 1)
+		samples, cpu := r.interleaved(ts[:], pids[:])
 		for i := range ts {
 			cr.via[i] = summarize(samples[i])
 			cr.via[i].cpu = cpu[i]
@@ -198,7 +198,7 @@ func (r *runner) all() (*results, error) {
 		pair := []target{ts[2], info}
 		rounds := r.st.rounds
 		r.st.rounds = r.st.logRounds
-		samples, cpu := r.interleaved(pair, []int{dm.pid(), dmInfo.pid()}, 1)
+		samples, cpu := r.interleaved(pair, []int{dm.pid(), dmInfo.pid()})
 		r.st.rounds = rounds
 		lr := logResult{name: k.name}
 		for i := range pair {
@@ -276,27 +276,29 @@ func check(g *loadGen, t target, stream bool) error {
 }
 
 // interleaved runs the 1-connection phase of a case: after a warm-up,
-// rounds of one batch per target, the order rotating each round. It
-// returns each target's samples and its process's CPU time per request.
-func (r *runner) interleaved(ts []target, pids []int, conc int) ([][]sample, []time.Duration) {
+// one request to each target in turn, the order rotating each round
+// (loadGen.mixed), in batches between which the stub forgets what it
+// recorded. It returns each target's samples and its process's CPU time
+// per request.
+func (r *runner) interleaved(ts []target, pids []int) ([][]sample, []time.Duration) {
 	out := make([][]sample, len(ts))
 	sent := make([]int, len(ts))
 	before := make([]time.Duration, len(ts))
 	for i := range ts {
 		before[i], _ = cpuTime(pids[i])
 	}
-	for i, t := range ts {
-		_, errs, _ := r.gen.run(t, conc, r.st.warm, 0)
-		sent[i] += r.st.warm + errs
+	r.gen.mixed(ts, r.st.warm)
+	for i := range ts {
+		sent[i] += r.st.warm
 	}
+	r.clearStub()
 	for round := 0; round < r.st.rounds; round++ {
-		for j := range ts {
-			i := (round + j) % len(ts)
-			s, errs, _ := r.gen.run(ts[i], conc, r.st.batch, 0)
-			out[i] = append(out[i], s...)
-			sent[i] += len(s) + errs
-			r.clearStub()
+		s, errs := r.gen.mixed(ts, r.st.batch)
+		for i := range ts {
+			out[i] = append(out[i], s[i]...)
+			sent[i] += len(s[i]) + errs[i]
 		}
+		r.clearStub()
 	}
 	cpu := make([]time.Duration, len(ts))
 	for i := range ts {
