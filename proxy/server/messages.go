@@ -95,8 +95,13 @@ func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, route ro
 	defer cancel()
 	st := translate.NewStream(route.alias, newMessageID(), req.InputTokens)
 	results := make(chan doResult, 1)
+	call := s.call(route, req)
+	req = translate.BackendRequest{}
 	go func() {
-		resp, err := s.pool.Do(ctx, s.call(route, req))
+		resp, err := s.pool.Do(ctx, call)
+		// The request is sent: a stream that lasts minutes need not keep
+		// its 50 KB body.
+		call = upstream.Call{}
 		results <- doResult{resp, err}
 	}()
 	flusher, _ := w.(http.Flusher)

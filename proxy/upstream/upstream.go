@@ -139,10 +139,11 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	w := newWatchdog(limit, func() { cancel(errTimedOut) })
 	var lastErr *Error
 	for attempt := 0; ; attempt++ {
-		resp, err := p.once(ctx, c)
-		if resp != nil && resp.Request != nil {
-			resp.Request.GetBody = nil
-		}
+		ref := &bodyRef{b: c.Body}
+		resp, err := p.once(ctx, c, ref)
+		// The transport may keep the request (and so its GetBody) until the
+		// response body is closed: drop the body it would read again.
+		ref.b = nil
 		if err == nil && resp.StatusCode/100 == 2 {
 			if c.Stream {
 				w.reset() // the first byte came; now each read gets the full stream_timeout
@@ -165,21 +166,24 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 
 var errTimedOut = errors.New("upstream timeout")
 
-func (p *Pool) once(ctx context.Context, c Call) (*http.Response, error) {
+// bodyRef holds a request body for the transport's GetBody, until the
+// exchange is over.
+type bodyRef struct{ b []byte }
+
+func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, &bodyReader{b: c.Body})
 	if err != nil {
 		return nil, err
 	}
 	// The transport asks GetBody for a fresh copy when it retries on a
 	// stale idle connection. Both readers forget the body once read, and
-	// Do drops GetBody once the backend answers: a stream that lasts
-	// minutes does not keep its 50 KB request alive.
+	// Do drops the one GetBody reads once the backend answers: a stream
+	// that lasts minutes does not keep its 50 KB request alive.
 	req.ContentLength = int64(len(c.Body))
 	if len(c.Body) == 0 {
 		req.Body = http.NoBody
 	}
-	body := c.Body
-	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{b: body}, nil }
+	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{b: ref.b}, nil }
 	req.Header.Set("Content-Type", "application/json")
 	if c.Stream {
 		req.Header.Set("Accept", "text/event-stream")
