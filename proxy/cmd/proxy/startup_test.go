@@ -79,6 +79,7 @@ func TestStartupRefusals(t *testing.T) {
 	}
 }
 
+// TestNoAuthSaysSo also checks the start-up probe of the backends.
 func TestNoAuthSaysSo(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
@@ -93,6 +94,8 @@ func TestNoAuthSaysSo(t *testing.T) {
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	defer func() { cmd.Process.Kill(); <-p.exited }()
 	p.waitLog(t, `(WITHOUT client authentication)`)
+	// Its config names a backend nothing answers at: the log says so at start.
+	p.waitLog(t, `(backend unreachable: start it, or check proxy_params.api_base)`)
 	url := "http://" + p.waitLog(t, `msg="proxy listening" addr=(\S+)`)
 	resp, err := http.Get(url + "/v1/models")
 	if err != nil {
