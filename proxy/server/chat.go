@@ -10,24 +10,43 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
+// prepare reads a request body, translates it for the backend of its alias
+// and finds the route, answering the client itself when it cannot.
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request, f format, translateBody func([]byte, translate.Resolver) (translate.BackendRequest, error)) (translate.BackendRequest, routeInfo, bool) {
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return translate.BackendRequest{}, routeInfo{}, false
+	}
+	req, err := translateBody(body, s.resolve)
+	if err != nil {
+		f.write(w, requestProblem(err))
+		putBuffer(body)
+		return translate.BackendRequest{}, routeInfo{}, false
+	}
+	releaseBody(body, req.Body)
+	route := s.routes[req.Target.Alias]
+	setAlias(w, route.alias)
+	return req, route, true
+}
+
+// commitStream sends the 200 and the headers of an event stream.
+func commitStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
 // chatCompletions passes a Chat Completions request through to the
 // backend of its alias: only the model is rewritten (and system turns
 // folded for backends without a system role), and the answer comes back
 // with the alias as its model.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readBody(w, r, f)
+	req, route, ok := s.prepare(w, r, f, translate.ChatToChat)
 	if !ok {
 		return
 	}
-	req, err := translate.ChatToChat(body, s.resolve)
-	if err != nil {
-		f.write(w, requestProblem(err))
-		putBuffer(body)
-		return
-	}
-	releaseBody(body, req.Body)
-	route := s.routes[req.Target.Alias]
-	setAlias(w, route.alias)
 	resp, err := s.pool.Do(r.Context(), s.call(route, req))
 	if err != nil {
 		s.chatBackendError(w, r, err, route)
@@ -52,10 +71,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		return
 	}
 	defer resp.Body.Close()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	commitStream(w)
 	cs := translate.NewChatStream(route.alias)
 	if err := relay(w, r, resp.Body, scrubFeed(cs.Feed, route.apiKey), cs.Done, nil, 0); err != nil && r.Context().Err() == nil {
 		// The status is sent; the Chat client learns of the failure from an

@@ -29,19 +29,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	if s.passThroughOff(w, f) {
 		return
 	}
-	body, ok := s.readBody(w, r, f)
+	req, route, ok := s.prepare(w, r, f, translate.MessagesToChat)
 	if !ok {
 		return
 	}
-	req, err := translate.MessagesToChat(body, s.resolve)
-	if err != nil {
-		f.write(w, requestProblem(err))
-		putBuffer(body)
-		return
-	}
-	releaseBody(body, req.Body)
-	route := s.routes[req.Target.Alias]
-	setAlias(w, route.alias)
 	if req.Stream {
 		s.messagesStream(w, r, route, req)
 		return
@@ -108,11 +99,7 @@ func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, route ro
 	committed := false
 	emit := func(b []byte) bool {
 		if !committed {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache")
-			h.Set("X-Accel-Buffering", "no")
-			w.WriteHeader(http.StatusOK)
+			commitStream(w)
 			committed = true
 		}
 		_, err := w.Write(b)
