@@ -224,7 +224,9 @@ func (s *scanner) number() error {
 	return nil
 }
 
-// str consumes a string; s.b[s.i] is its opening quote.
+// str consumes a string; s.b[s.i] is its opening quote. bytes.IndexByte
+// finds its end and any backslash; the text between is checked eight bytes
+// at a time for control characters and multi-byte characters.
 func (s *scanner) str() error {
 	b := s.b
 	j := s.i + 1
@@ -238,15 +240,15 @@ func (s *scanner) str() error {
 		}
 		seg := b[j : j+q]
 		bs := bytes.IndexByte(seg, '\\')
+		if bs >= 0 {
+			seg = seg[:bs]
+		}
+		if k := checkText(seg); k >= 0 {
+			return s.textError(j + k)
+		}
 		if bs < 0 {
-			if k := checkText(seg); k >= 0 {
-				return s.textError(j + k)
-			}
 			s.i = j + q + 1
 			return nil
-		}
-		if k := checkText(seg[:bs]); k >= 0 {
-			return s.textError(j + k)
 		}
 		j += bs
 		n, err := s.escape(j)
@@ -255,6 +257,41 @@ func (s *scanner) str() error {
 		}
 		j += n
 	}
+}
+
+// checkText checks unescaped string text: no control character, valid
+// UTF-8. It returns the offset of the first bad byte, or -1.
+func checkText(t []byte) int {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	// A byte below 0x20 borrows into its high bit; a byte of a multi-byte
+	// character has it set. Sixteen bytes a turn, on a slice whose length
+	// the compiler knows, so the loads need no bounds checks.
+	rest := t
+	for len(rest) >= 16 {
+		x := binary.LittleEndian.Uint64(rest)
+		y := binary.LittleEndian.Uint64(rest[8:])
+		if ((x-lows*0x20)|x|(y-lows*0x20)|y)&highs != 0 {
+			break
+		}
+		rest = rest[16:]
+	}
+	i := len(t) - len(rest)
+	for i < len(t) {
+		c := t[i]
+		switch {
+		case c < 0x20:
+			return i
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(t[i:])
+			if r == utf8.RuneError && n == 1 {
+				return i
+			}
+			i += n
+		}
+	}
+	return -1
 }
 
 // textError reports the bad byte of string text at b[at], in jsontext's
@@ -322,52 +359,4 @@ func hex4(b []byte, at int) (rune, bool) {
 		}
 	}
 	return r, true
-}
-
-// checkText checks unescaped string text: no control character, valid
-// UTF-8. It returns the offset of the first bad byte, or -1.
-func checkText(t []byte) int {
-	const lows, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	ascii := true
-	for ; i+8 <= len(t); i += 8 {
-		x := binary.LittleEndian.Uint64(t[i:])
-		if x&highs != 0 {
-			ascii = false
-		}
-		// A byte below 0x20 (exact for bytes below 0x80; others are
-		// checked as UTF-8 below).
-		if (x-lows*0x20)&^x&highs != 0 {
-			if k := firstControl(t[i : i+8]); k >= 0 {
-				return i + k
-			}
-		}
-	}
-	for ; i < len(t); i++ {
-		if t[i] < 0x20 {
-			return i
-		}
-		if t[i] >= utf8.RuneSelf {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(t) {
-		for k := 0; k < len(t); {
-			r, n := utf8.DecodeRune(t[k:])
-			if r == utf8.RuneError && n == 1 {
-				return k
-			}
-			k += n
-		}
-	}
-	return -1
-}
-
-func firstControl(t []byte) int {
-	for k, c := range t {
-		if c < 0x20 {
-			return k
-		}
-	}
-	return -1
 }

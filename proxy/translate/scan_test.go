@@ -46,3 +46,34 @@ func BenchmarkScanChatRequest(b *testing.B) {
 		}
 	})
 }
+
+// Random short inputs over an alphabet of JSON's troublesome bytes, with a
+// fixed seed: the scanner and jsontext agree on every one.
+func TestScannerMatchesJSONTextRandom(t *testing.T) {
+	alphabet := []string{`"`, `\`, `u`, `d8`, `dc`, `00`, `0`, `1`, `-`, `+`, `.`, `e`, `{`, `}`, `[`, `]`, `:`, `,`, ` `, "\n", "\t", "\x01", "\x7f", "\xc3\xa9", "\xe2\x82", "\xff", `true`, `null`, `a`, `"a"`, `"b":`, `\"`, `\n`, `\u00e9`, `\ud83d\ude00`}
+	seed := uint64(7)
+	next := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	for range 200000 {
+		var sb strings.Builder
+		if next(2) == 0 {
+			sb.WriteString(`{"k":"`)
+		}
+		for range 1 + next(12) {
+			sb.WriteString(alphabet[next(len(alphabet))])
+		}
+		b := []byte(sb.String())
+		sc := scanner{b: b}
+		_, err := sc.value()
+		if err == nil && (sc.ws() != 0 || sc.i < len(b)) {
+			err = sc.errorf("data after the value")
+		}
+		if want := jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true)); (err == nil) != want {
+			t.Fatalf("%q: scanner error %v, jsontext valid %v", b, err, want)
+		}
+	}
+}
