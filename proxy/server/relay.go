@@ -139,9 +139,9 @@ func readResponse(resp *upstream.Response) ([]byte, error) {
 }
 
 // readBuffers hold one backend read of a stream: events are small, and a
-// read returns what has come, so 8 KB keeps the memory of 256 open streams
-// low without more reads for a fast backend's bursts than it can batch.
-var readBuffers = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
+// read returns what has come, so 4 KB keeps the memory of 256 open streams
+// low; a fast backend's burst takes a few more reads.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
 // relay copies a backend stream to the client through feed, flushing after
 // every read. It reads, translates, writes and flushes in the calling

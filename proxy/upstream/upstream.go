@@ -108,10 +108,10 @@ func (p *Pool) client(base string) *http.Client {
 		// Each connection keeps its buffers while it lives, idle ones too:
 		// at 256 connections, 64+32 KB each held 24 MB. A request body
 		// larger than the write buffer still goes out in one write after
-		// the headers (bufio hands it to the connection), and stream
-		// events are small.
-		WriteBufferSize: 8 << 10,
-		ReadBufferSize:  8 << 10,
+		// the headers (bufio hands it to the connection), stream events
+		// are small, and larger reads bypass the read buffer.
+		WriteBufferSize: 4 << 10,
+		ReadBufferSize:  4 << 10,
 	}
 	c := &http.Client{Transport: t}
 	p.clients[base] = c
