@@ -60,7 +60,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 			return
 		}
 		b := raw
-		if out, err := translate.ChatResponseModel(raw, route.alias); err == nil {
+		out, err := translate.ChatResponseModel(raw, route.alias)
+		if err == nil {
 			releaseBody(raw, out)
 			b, raw = out, nil
 		}
@@ -68,6 +69,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
 		putBuffer(raw)
+		if err == nil {
+			translate.Recycle(out) // written: the response writer keeps no reference
+		}
 		return
 	}
 	defer resp.Body.Close()

@@ -119,6 +119,7 @@ func (s *Server) call(route routeInfo, req translate.BackendRequest) upstream.Ca
 		Timeout:       route.Timeout,
 		StreamTimeout: route.StreamTimeout,
 		Retries:       route.NumRetries,
+		Recycle:       translate.Recycle, // the body comes from translate's pool
 	}
 }
 

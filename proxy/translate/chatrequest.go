@@ -512,7 +512,7 @@ func splice(body []byte, edits []edit) []byte {
 	for _, e := range edits {
 		n += len(e.repl) - (e.end - e.start)
 	}
-	out := make([]byte, 0, n)
+	out := getOut(n)
 	at := 0
 	for _, e := range edits {
 		out = append(out, body[at:e.start]...)

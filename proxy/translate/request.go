@@ -54,7 +54,7 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 			return BackendRequest{}, err
 		}
 	}
-	out, err := b.encode(&req, make([]byte, 0, len(body)+1024))
+	out, err := b.encode(&req, getOut(len(body)+1024))
 	if err != nil {
 		return BackendRequest{}, err
 	}

@@ -66,6 +66,10 @@ type Call struct {
 	Timeout       time.Duration // bounds a non-stream exchange
 	StreamTimeout time.Duration // bounds the wait for the first byte and each next read of a stream
 	Retries       int
+	// Recycle, when set, is called once with Body when nothing reads it
+	// any more (the transport may read a request body after Do returns,
+	// until it closes it), so that the caller can reuse its memory.
+	Recycle func(body []byte)
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -138,12 +142,13 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := newWatchdog(limit, func() { cancel(errTimedOut) })
 	var lastErr *Error
+	ref := &bodyRef{b: c.Body, body: c.Body, holds: 1, recycle: c.Recycle}
+	// The transport may keep the request (and so its GetBody) until the
+	// response body is closed: once the exchange is over, GetBody finds no
+	// body, and the body is recycled when its last reader is done.
+	defer ref.over()
 	for attempt := 0; ; attempt++ {
-		ref := &bodyRef{b: c.Body}
 		resp, err := p.once(ctx, c, ref)
-		// The transport may keep the request (and so its GetBody) until the
-		// response body is closed: drop the body it would read again.
-		ref.b = nil
 		if err == nil && resp.StatusCode/100 == 2 {
 			if c.Stream {
 				w.reset() // the first byte came; now each read gets the full stream_timeout
@@ -166,13 +171,47 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 
 var errTimedOut = errors.New("upstream timeout")
 
-// bodyRef holds a request body for the transport's GetBody, until the
-// exchange is over.
-type bodyRef struct{ b []byte }
+// bodyRef holds a request body for the readers the transport reads it
+// through: one per attempt and one per GetBody. The body is recycled when
+// Do is over and every reader is done with it.
+type bodyRef struct {
+	mu      sync.Mutex
+	b       []byte // for new readers; nil once Do is over
+	body    []byte
+	holds   int // Do's own, and one per reader not done
+	recycle func([]byte)
+}
+
+func (r *bodyRef) reader() *bodyReader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holds++
+	return &bodyReader{b: r.b, ref: r}
+}
+
+// over ends Do's hold.
+func (r *bodyRef) over() {
+	r.mu.Lock()
+	r.b = nil
+	r.mu.Unlock()
+	r.release()
+}
+
+func (r *bodyRef) release() {
+	r.mu.Lock()
+	r.holds--
+	last := r.holds == 0
+	r.mu.Unlock()
+	if last && r.recycle != nil && len(r.body) > 0 {
+		r.recycle(r.body)
+	}
+}
 
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, &bodyReader{b: c.Body})
+	body := ref.reader()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {
+		body.Close()
 		return nil, err
 	}
 	// The transport asks GetBody for a fresh copy when it retries on a
@@ -183,7 +222,7 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 	if len(c.Body) == 0 {
 		req.Body = http.NoBody
 	}
-	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{b: ref.b}, nil }
+	req.GetBody = func() (io.ReadCloser, error) { return ref.reader(), nil }
 	req.Header.Set("Content-Type", "application/json")
 	if c.Stream {
 		req.Header.Set("Accept", "text/event-stream")
@@ -196,15 +235,20 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 	return p.client(c.BaseURL).Do(req)
 }
 
-// bodyReader reads a request body and forgets it at its end, or when the
-// transport closes it.
+// bodyReader reads a request body and lets it go at its end, or when the
+// transport closes it (from another goroutine, maybe while it reads).
 type bodyReader struct {
-	b []byte
+	mu   sync.Mutex
+	b    []byte
+	ref  *bodyRef
+	done bool
 }
 
 func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.b) == 0 {
-		r.b = nil
+		r.finish()
 		return 0, io.EOF
 	}
 	n := copy(p, r.b)
@@ -212,17 +256,20 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes the body in one call, as bytes.Reader does.
-func (r *bodyReader) WriteTo(w io.Writer) (int64, error) {
-	b := r.b
-	r.b = nil
-	n, err := w.Write(b)
-	return int64(n), err
+func (r *bodyReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finish()
+	return nil
 }
 
-func (r *bodyReader) Close() error {
+// finish lets the body go, once; r.mu is held.
+func (r *bodyReader) finish() {
 	r.b = nil
-	return nil
+	if !r.done {
+		r.done = true
+		r.ref.release()
+	}
 }
 
 // maxErrorBody bounds how much of a backend's error answer is kept.
