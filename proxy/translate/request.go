@@ -99,6 +99,9 @@ var aliasRaw = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.D
 
 // decodeRequest decodes a Messages request. Its raw values alias body.
 func decodeRequest(body []byte, req *messages.Request) error {
+	if decodeRequestFast(body, req) {
+		return nil
+	}
 	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {
 		return decodeError(err)
 	}

@@ -1,0 +1,124 @@
+package translate
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/dragoman-dev/dragoman/proxy/messages"
+)
+
+// checkFastDecode decodes body both ways: when the fast decoder takes it,
+// jsonv2 must take it too, with the same result.
+func checkFastDecode(t *testing.T, body []byte) (fast bool) {
+	t.Helper()
+	var got, want messages.Request
+	fast = decodeRequestFast(body, &got)
+	err := json.Unmarshal(body, &want, decodeOpts, aliasRaw)
+	if !fast {
+		if !reflect.DeepEqual(got, messages.Request{}) {
+			t.Fatalf("%q: the fast decoder gave up but left %+v", body, got)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%q: the fast decoder took a body jsonv2 refuses (%v)", body, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: fast decoding differs:\n got %+v\nwant %+v", body, got, want)
+	}
+	return true
+}
+
+var fastDecodeSamples = []string{
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"m","max_tokens":10,"messages":[]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[]}],"tools":[]}`,
+	`{"model":"m\u00e9","max_tokens":-3,"stream":false,"messages":[{"role":"user","content":[{"type":"text","text":"a\nb"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}],"is_error":true}]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":"yes"}]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"search_result","source":"https://x","content":{"a":1},"id":5,"name":null}]}]}`,
+	`{"model":"m","max_tokens":10,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","max_tokens":10,"system":"s","messages":[{"role":"user","content":"x"}],"tools":[{"name":"t","description":"d","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["a","b"],"temperature":0.5,"top_p":1,"top_k":5,"metadata":{"user_id":"u"},"thinking":{"type":"enabled","budget_tokens":1024},"output_config":{"effort":"high"},"context_management":{"edits":[]}}`,
+	// Shapes the fast decoder leaves to jsonv2.
+	`{"model":"m","model":"n","max_tokens":10,"messages":[]}`,
+	`{"Model":"m","max_tokens":10,"messages":[]}`,
+	`{"model":"m","max_tokens":1e3,"messages":[]}`,
+	`{"model":"m","max_tokens":10.5,"messages":[]}`,
+	`{"model":null,"max_tokens":10,"messages":[]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":5}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":null}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":null}]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[7]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"},"source":{"media_type":"x"}}]}]}`,
+	`{"model":"m","max_tokens":10,"tools":[{"name":7}],"messages":[]}`,
+	`{"model":"m","max_tokens":10,"messages":[]} x`,
+	`{"mo\u0064el":"m","max_tokens":10,"messages":[]}`,
+	`[]`, ``, `{`,
+}
+
+func TestFastDecodeMatchesJSONv2(t *testing.T) {
+	for _, name := range []string{"01-text-turn.json", "02-tool-turn-request.json", "03-tool-result-turn.json"} {
+		if !checkFastDecode(t, clientBody(t, name)) {
+			t.Errorf("%s: the fast decoder gave up on the real client's request", name)
+		}
+	}
+	took := 0
+	for _, s := range fastDecodeSamples {
+		if checkFastDecode(t, []byte(s)) {
+			took++
+		}
+	}
+	if took < 9 {
+		t.Errorf("the fast decoder took %d of the usual shapes, want 9", took)
+	}
+}
+
+// Random edits of the real requests: wherever the fast decoder takes the
+// result, it agrees with jsonv2.
+func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
+	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"text"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"source":{"type":"x"}`, `,"is_error":true`, `,"name":"n"`}
+	seed := uint64(11)
+	next := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	var bodies [][]byte
+	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
+		bodies = append(bodies, clientBody(t, name))
+	}
+	for _, s := range fastDecodeSamples[:9] {
+		bodies = append(bodies, []byte(s))
+	}
+	took := 0
+	for range 3000 {
+		b := bodies[next(len(bodies))]
+		var sb strings.Builder
+		at := next(len(b) + 1)
+		switch next(3) {
+		case 0: // insert
+			sb.Write(b[:at])
+			sb.WriteString(inserts[next(len(inserts))])
+			sb.Write(b[at:])
+		case 1: // delete a span
+			end := min(len(b), at+1+next(8))
+			sb.Write(b[:at])
+			sb.Write(b[end:])
+		default: // replace a value's first byte by another kind
+			sb.Write(b[:at])
+			sb.WriteString(inserts[next(6)])
+			if at < len(b) {
+				sb.Write(b[at+1:])
+			}
+		}
+		if checkFastDecode(t, []byte(sb.String())) {
+			took++
+		}
+	}
+	t.Logf("the fast decoder took %d of 3000 edited bodies", took)
+}
