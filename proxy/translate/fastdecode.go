@@ -123,7 +123,7 @@ func (d *fastDecoder) str(dst *string) bool {
 	return json.Unmarshal(v, dst) == nil
 }
 
-// small decodes a small member with jsonv2, as decodeRequest would.
+// small decodes a member with jsonv2, as decodeRequest would.
 func (d *fastDecoder) small(dst any) bool {
 	v, ok := d.raw()
 	return ok && json.Unmarshal(v, dst, decodeOpts, aliasRaw) == nil
@@ -181,15 +181,8 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 		case "system":
 			return seen(&mask, 2) && d.content(&req.System, k)
 		case "max_tokens":
-			if !seen(&mask, 3) {
-				return false
-			}
-			v, ok := d.raw()
-			if !ok || bytes.ContainsAny(v, ".eE") {
-				return false
-			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil {
+			var n int64
+			if !seen(&mask, 3) || !d.integer(&n) {
 				return false
 			}
 			req.MaxTokens = &n
@@ -197,9 +190,10 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 		case "tools":
 			return seen(&mask, 4) && k == '[' && d.toolList(&req.Tools)
 		case "tool_choice":
-			return seen(&mask, 5) && d.small(&req.ToolChoice)
+			req.ToolChoice = new(messages.ToolChoice)
+			return seen(&mask, 5) && d.toolChoice(req.ToolChoice)
 		case "stop_sequences":
-			return seen(&mask, 6) && d.small(&req.StopSequences)
+			return seen(&mask, 6) && k == '[' && d.strings(&req.StopSequences)
 		case "temperature", "top_p", "top_k":
 			dst, bit := &req.Temperature, uint(7)
 			switch string(name) {
@@ -212,7 +206,8 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 			*dst = v
 			return ok && seen(&mask, bit)
 		case "metadata":
-			return seen(&mask, 10) && d.small(&req.Metadata)
+			req.Metadata = new(messages.Metadata)
+			return seen(&mask, 10) && d.metadata(req.Metadata)
 		case "stream":
 			if !seen(&mask, 11) || k != 't' && k != 'f' {
 				return false
@@ -221,9 +216,11 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 			_, ok := d.raw()
 			return ok
 		case "thinking":
-			return seen(&mask, 12) && d.small(&req.Thinking)
+			req.Thinking = new(messages.Thinking)
+			return seen(&mask, 12) && d.thinking(req.Thinking)
 		case "output_config":
-			return seen(&mask, 13) && d.small(&req.OutputConfig)
+			req.OutputConfig = new(messages.OutputConfig)
+			return seen(&mask, 13) && d.outputConfig(req.OutputConfig)
 		}
 		if foldsTo(name, requestFields...) {
 			return false
@@ -236,6 +233,105 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 	}
 	// Only whitespace may follow.
 	return d.sc.ws() == 0 && d.sc.i == len(d.sc.b)
+}
+
+// integer reads a number written as an integer.
+func (d *fastDecoder) integer(dst *int64) bool {
+	v, ok := d.raw()
+	if !ok || len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') || bytes.ContainsAny(v, ".eE") {
+		return false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (d *fastDecoder) strings(dst *[]string) bool {
+	list := []string{}
+	ok := d.elements(func() bool {
+		var s string
+		if d.sc.ws() != '"' || !d.str(&s) {
+			return false
+		}
+		list = append(list, s)
+		return true
+	})
+	*dst = list
+	return ok
+}
+
+// object reads a small object whose members f knows by name: f reports
+// false for a name it does not know; such a name is skipped unless it
+// folds to one of names.
+func (d *fastDecoder) object(names []string, f func(name []byte, k byte, mask *uint32) (known, ok bool)) bool {
+	if d.sc.ws() != '{' {
+		return false
+	}
+	var mask uint32
+	return d.members(func(name []byte, k byte) bool {
+		if k == 'n' {
+			return false
+		}
+		if known, ok := f(name, k, &mask); known {
+			return ok
+		}
+		if foldsTo(name, names...) {
+			return false
+		}
+		_, ok := d.raw()
+		return ok
+	})
+}
+
+func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
+	return d.object([]string{"type", "name", "disable_parallel_tool_use"}, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "type":
+			return true, seen(mask, 0) && k == '"' && d.str(&tc.Type)
+		case "name":
+			return true, seen(mask, 1) && k == '"' && d.str(&tc.Name)
+		case "disable_parallel_tool_use":
+			if !seen(mask, 2) || k != 't' && k != 'f' {
+				return true, false
+			}
+			tc.DisableParallelToolUse = k == 't'
+			_, ok := d.raw()
+			return true, ok
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) metadata(m *messages.Metadata) bool {
+	return d.object([]string{"user_id"}, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		if string(name) != "user_id" {
+			return false, false
+		}
+		v, ok := d.raw()
+		m.UserID = v
+		return true, ok && seen(mask, 0)
+	})
+}
+
+func (d *fastDecoder) thinking(t *messages.Thinking) bool {
+	return d.object([]string{"type", "budget_tokens"}, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "type":
+			return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+		case "budget_tokens":
+			return true, seen(mask, 1) && d.integer(&t.BudgetTokens)
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) outputConfig(o *messages.OutputConfig) bool {
+	return d.object([]string{"effort"}, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		if string(name) != "effort" {
+			return false, false
+		}
+		return true, seen(mask, 0) && k == '"' && d.str(&o.Effort)
+	})
 }
 
 func (d *fastDecoder) messageList(dst *[]messages.Message) bool {

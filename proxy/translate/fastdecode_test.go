@@ -42,7 +42,13 @@ var fastDecodeSamples = []string{
 	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"search_result","source":"https://x","content":{"a":1},"id":5,"name":null}]}]}`,
 	`{"model":"m","max_tokens":10,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"m","max_tokens":10,"system":"s","messages":[{"role":"user","content":"x"}],"tools":[{"name":"t","description":"d","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["a","b"],"temperature":0.5,"top_p":1,"top_k":5,"metadata":{"user_id":"u"},"thinking":{"type":"enabled","budget_tokens":1024},"output_config":{"effort":"high"},"context_management":{"edits":[]}}`,
+	`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"x"}],"stop_sequences":[],"metadata":{},"thinking":{"type":"adaptive"},"tool_choice":{"type":"none"},"output_config":{}}`,
 	// Shapes the fast decoder leaves to jsonv2.
+	`{"model":"m","max_tokens":10,"messages":[],"thinking":{"type":"enabled","budget_tokens":1.5}}`,
+	`{"model":"m","max_tokens":10,"messages":[],"tool_choice":{"type":"tool","name":"x","Name":"y"}}`,
+	`{"model":"m","max_tokens":10,"messages":[],"metadata":{"user_id":null}}`,
+	`{"model":"m","max_tokens":10,"messages":[],"stop_sequences":["a",1]}`,
+	`{"model":"m","max_tokens":10,"messages":[],"output_config":{"effort":2}}`,
 	`{"model":"m","model":"n","max_tokens":10,"messages":[]}`,
 	`{"Model":"m","max_tokens":10,"messages":[]}`,
 	`{"model":"m","max_tokens":1e3,"messages":[]}`,
@@ -72,8 +78,8 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 			took++
 		}
 	}
-	if took < 9 {
-		t.Errorf("the fast decoder took %d of the usual shapes, want 9", took)
+	if took < 10 {
+		t.Errorf("the fast decoder took %d of the usual shapes, want 10", took)
 	}
 }
 
@@ -92,7 +98,7 @@ func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
 		bodies = append(bodies, clientBody(t, name))
 	}
-	for _, s := range fastDecodeSamples[:9] {
+	for _, s := range fastDecodeSamples[:10] {
 		bodies = append(bodies, []byte(s))
 	}
 	took := 0
