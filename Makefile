@@ -18,10 +18,8 @@ export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
 
 .PHONY: all build test fuzz lint clean
 
-# Fuzz targets run for FUZZTIME each inside `make test` (package:function).
-FUZZTIME     ?= 3s
-FUZZ_TARGETS := translate:FuzzMessagesToChat translate:FuzzChatToChat translate:FuzzChatToMessages \
-                translate:FuzzStream translate:FuzzStreamChunks translate:FuzzChatStream sse:FuzzSSE
+# Every fuzz target of the proxy module runs for FUZZTIME inside `make test`.
+FUZZTIME ?= 3s
 
 all: build
 
@@ -38,10 +36,11 @@ test: build
 	$(GO) test -count=1 -v -timeout 20m ./proxy/integration/  # the Docker stack, test names shown
 
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-	  pkg=$${t%%:*}; fn=$${t##*:}; \
-	  echo "fuzz $$fn ($(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./proxy/$$pkg || exit 1; \
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' proxy | xargs -n1 dirname | sort -u); do \
+	  for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6-); do \
+	    echo "fuzz $$fn in ./$$dir ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$dir || exit 1; \
+	  done; \
 	done
 
 lint:
