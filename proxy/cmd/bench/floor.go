@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -23,6 +25,7 @@ func floor(args []string) int {
 	fs := flag.NewFlagSet("bench floor", flag.ContinueOnError)
 	port := fs.Int("port", 4001, "port to listen on (127.0.0.1)")
 	backend := fs.String("backend", "http://127.0.0.1:8000", "the backend's base URL")
+	buffer := fs.Bool("buffer", false, "read each request body whole before forwarding it (as a proxy that must parse it does)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,7 +45,20 @@ func floor(args []string) int {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.Handle("/", rp)
+	var h http.Handler = rp
+	if *buffer {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.ContentLength = int64(len(b))
+			rp.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle("/", h)
 	srv := &http.Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.ListenAndServe(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench floor:", err)

@@ -84,6 +84,10 @@ type latency struct {
 type caseResult struct {
 	k   *kase
 	via [3]latency // direct, floor, dragoman
+	// bufFloor: the floor reading each body whole before forwarding it
+	// (54 KB non-stream cases only), what any proxy that parses the body
+	// before choosing a backend pays at least.
+	bufFloor *latency
 }
 
 type memResult struct {
@@ -143,6 +147,10 @@ func (r *runner) all() (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	flBuf, err := r.launch("floor-buffered", nil, r.self, "floor", "--buffer", "--port", "PORT", "--backend", stub.url)
+	if err != nil {
+		return nil, err
+	}
 	pids := [3]int{stub.pid(), fl.pid(), dm.pid()}
 	res := &results{}
 
@@ -159,10 +167,20 @@ func (r *runner) all() (*results, error) {
 	for _, k := range cases {
 		cr := caseResult{k: k}
 		ts := k.targets(stub.url, fl.url, dm.url)
-		samples, cpu := r.interleaved(ts[:], pids[:])
+		all, allPids := ts[:], pids[:]
+		if k.large && !k.stream {
+			all = append(all, target{name: "floor-buffered", url: flBuf.url + "/v1/chat/completions", body: k.chatBody, header: k.header})
+			allPids = append(allPids, flBuf.pid())
+		}
+		samples, cpu := r.interleaved(all, allPids)
 		for i := range ts {
 			cr.via[i] = summarize(samples[i])
 			cr.via[i].cpu = cpu[i]
+		}
+		if len(all) > len(ts) {
+			l := summarize(samples[len(ts)])
+			l.cpu = cpu[len(ts)]
+			cr.bufFloor = &l
 		}
 		res.cases = append(res.cases, cr)
 		progress("  %-28s added p50: floor %s, dragoman %s", k.name,
