@@ -360,21 +360,30 @@ func (b *builder) message(i int, m *messages.Message) error {
 	return b.user(i, m.Content.Blocks)
 }
 
+// textPart appends the text block messages[i].content[j] to parts; an
+// empty text is skipped.
+func (b *builder) textPart(parts []part, blk *messages.Block, i, j int) ([]part, error) {
+	in, ok := textOf(blk.Text)
+	if !ok {
+		return parts, invalidf("messages.%d.content.%d.text: must be a string", i, j)
+	}
+	if len(in) == 0 {
+		return parts, nil
+	}
+	b.size.text += len(in)
+	return append(parts, part{segs: [][]byte{in}}), nil
+}
+
 func (b *builder) assistant(i int, blocks []messages.Block) error {
 	m := chatMsg{role: "assistant"}
 	for j := range blocks {
 		blk := &blocks[j]
 		switch blk.Type {
 		case "text":
-			in, ok := textOf(blk.Text)
-			if !ok {
-				return invalidf("messages.%d.content.%d.text: must be a string", i, j)
+			var err error
+			if m.parts, err = b.textPart(m.parts, blk, i, j); err != nil {
+				return err
 			}
-			if len(in) == 0 {
-				continue
-			}
-			b.size.text += len(in)
-			m.parts = append(m.parts, part{segs: [][]byte{in}})
 		case "tool_use":
 			if blk.ID == "" {
 				return invalidf("messages.%d.content.%d.id: tool_use requires an id", i, j)
@@ -417,15 +426,10 @@ func (b *builder) user(i int, blocks []messages.Block) error {
 		blk := &blocks[j]
 		switch blk.Type {
 		case "text":
-			in, ok := textOf(blk.Text)
-			if !ok {
-				return invalidf("messages.%d.content.%d.text: must be a string", i, j)
+			var err error
+			if parts, err = b.textPart(parts, blk, i, j); err != nil {
+				return err
 			}
-			if len(in) == 0 {
-				continue
-			}
-			b.size.text += len(in)
-			parts = append(parts, part{segs: [][]byte{in}})
 		case "image":
 			p, err := b.image(blk.Source, fmt.Sprintf("messages.%d.content.%d", i, j))
 			if err != nil {
