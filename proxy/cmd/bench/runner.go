@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 )
 
 type runner struct {
@@ -30,7 +32,7 @@ func (r *runner) stopAll() {
 }
 
 func (r *runner) launch(name string, env []string, path string, args ...string) (*proc, error) {
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +305,7 @@ func (r *runner) interleaved(ts []target, pids []int) ([][]sample, []time.Durati
 	sent := make([]int, len(ts))
 	before := make([]time.Duration, len(ts))
 	for i := range ts {
-		before[i], _ = cpuTime(pids[i])
+		before[i], _ = procs.CPUTime(pids[i])
 	}
 	r.gen.mixed(ts, r.st.warm)
 	for i := range ts {
@@ -320,7 +322,7 @@ func (r *runner) interleaved(ts []target, pids []int) ([][]sample, []time.Durati
 	}
 	cpu := make([]time.Duration, len(ts))
 	for i := range ts {
-		after, _ := cpuTime(pids[i])
+		after, _ := procs.CPUTime(pids[i])
 		if sent[i] > 0 {
 			cpu[i] = (after - before[i]) / time.Duration(sent[i])
 		}
@@ -341,9 +343,9 @@ func (r *runner) throughput(ts []target, pids []int, conc int) ([]float64, []tim
 	for round := 0; round < r.st.rpsRounds; round++ {
 		for j := range ts {
 			i := (round + j) % len(ts)
-			c0, _ := cpuTime(pids[i])
+			c0, _ := procs.CPUTime(pids[i])
 			s, _, elapsed := r.gen.run(ts[i], conc, 0, r.st.rpsSlice)
-			c1, _ := cpuTime(pids[i])
+			c1, _ := procs.CPUTime(pids[i])
 			done[i] += len(s)
 			spent[i] += elapsed
 			cpu[i] += c1 - c0

@@ -27,20 +27,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 )
 
@@ -109,43 +107,43 @@ func soak(o options) (bool, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	stubPort, err := freePort()
+	stubPort, err := procs.FreePort()
 	if err != nil {
 		return false, err
 	}
-	stub, err := start(dir, "stub-backend", "http://127.0.0.1:"+strconv.Itoa(stubPort)+"/healthz", nil,
+	stub, err := procs.Start(dir, "stub-backend", "http://127.0.0.1:"+strconv.Itoa(stubPort)+"/healthz", nil,
 		filepath.Join(o.bin, "stub-backend"), "--host", "127.0.0.1", "--port", strconv.Itoa(stubPort),
 		"--events", strconv.Itoa(o.events), "--event-delay", o.eventDelay.String())
 	if err != nil {
 		return false, err
 	}
-	defer stub.stop()
+	defer stub.Stop(10 * time.Second)
 
 	cfg := fmt.Sprintf("model_list:\n  - model_name: %s\n    proxy_params:\n      model: vendorb/stub-model\n      api_base: http://127.0.0.1:%d/v1\n      api_key: os.environ/SOAK_BACKEND_KEY\ngeneral_settings:\n  enable_vendora_pass_through: true\n", alias, stubPort)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return false, err
 	}
-	proxyPort, err := freePort()
+	proxyPort, err := procs.FreePort()
 	if err != nil {
 		return false, err
 	}
-	pprofPort, err := freePort()
+	pprofPort, err := procs.FreePort()
 	if err != nil {
 		return false, err
 	}
 	proxyURL := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
 	pprofURL := "http://127.0.0.1:" + strconv.Itoa(pprofPort)
-	proxy, err := start(dir, "proxy", proxyURL+"/healthz", []string{"PROXY_API_KEY=" + clientKey, "SOAK_BACKEND_KEY=" + backendKey},
+	proxy, err := procs.Start(dir, "proxy", proxyURL+"/healthz", []string{"PROXY_API_KEY=" + clientKey, "SOAK_BACKEND_KEY=" + backendKey},
 		filepath.Join(o.bin, "proxy"), "--config", cfgPath, "--host", "127.0.0.1", "--port", strconv.Itoa(proxyPort),
 		"--pprof", "127.0.0.1:"+strconv.Itoa(pprofPort), "--log-level", "warn")
 	if err != nil {
 		return false, err
 	}
-	defer proxy.stop()
+	defer proxy.Stop(10 * time.Second)
 
 	fmt.Printf("soak: %d concurrent Messages streams for %s through %s (pid %d) in front of %s (pid %d)\n",
-		o.streams, o.duration, proxy.path, proxy.cmd.Process.Pid, stub.path, stub.cmd.Process.Pid)
+		o.streams, o.duration, proxy.Path, proxy.PID(), stub.Path, stub.PID())
 	fmt.Printf("      each stream %d events %s apart; every %dth request of a client hangs up mid-stream; warm-up %s\n\n",
 		o.events, o.eventDelay, o.hangupEvery, o.warmup)
 
@@ -241,10 +239,10 @@ func soak(o options) (bool, error) {
 	}
 	row("after", after, final)
 
-	logs, _ := os.ReadFile(proxy.logPath)
+	logs, _ := os.ReadFile(proxy.LogPath)
 	keyInLogs := bytes.Contains(logs, []byte(clientKey)) || bytes.Contains(logs, []byte(backendKey))
-	proxy.stop()
-	exitCode := proxy.cmd.ProcessState.ExitCode()
+	proxy.Stop(10 * time.Second)
+	exitCode := proxy.ExitCode()
 
 	fmt.Println()
 	fmt.Printf("requests done: %d (%.1f/s), errors: %d, client hang-ups: %d\n", final.done, float64(final.done)/loadTime.Seconds(), final.errors, final.hungUp)
@@ -279,7 +277,7 @@ func soak(o options) (bool, error) {
 		for _, f := range failures {
 			fmt.Println("  -", f)
 		}
-		fmt.Println("  proxy log:", proxy.logPath, "(run with -keep to keep it)")
+		fmt.Println("  proxy log:", proxy.LogPath, "(run with -keep to keep it)")
 		return false, nil
 	}
 	fmt.Println("\nPASS: no errors; goroutines and RSS flat under load; back to idle after it; the proxy exited 0 on SIGTERM")
@@ -405,7 +403,7 @@ type sample struct {
 	threads, rss int64
 }
 
-func measure(p *proc, pprofURL string) (sample, error) {
+func measure(p *procs.Process, pprofURL string) (sample, error) {
 	var s sample
 	resp, err := http.Get(pprofURL + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
@@ -417,23 +415,11 @@ func measure(p *proc, pprofURL string) (sample, error) {
 	if s.goroutines, err = strconv.Atoi(n); !ok || err != nil {
 		return s, fmt.Errorf("goroutine count: unexpected %q", line)
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	status, err := procs.ReadStatus(p.PID())
 	if err != nil {
 		return s, err
 	}
-	for _, l := range strings.Split(string(status), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			s.rss = v << 10 // kB
-		case "Threads:":
-			s.threads = v
-		}
-	}
+	s.rss, s.threads = status.RSS, status.Threads
 	return s, nil
 }
 
@@ -445,78 +431,5 @@ func clearStub(port int) {
 	req, _ := http.NewRequest(http.MethodDelete, "http://127.0.0.1:"+strconv.Itoa(port)+"/_stub/requests", nil)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
-	}
-}
-
-// proc is a process under test, its output in a log file.
-type proc struct {
-	path    string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start runs a binary and waits until health answers 200.
-func start(dir, name, health string, env []string, path string, args ...string) (*proc, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s: %w (run make build first)", path, err)
-	}
-	logPath := filepath.Join(dir, name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("starting %s: %w", path, err)
-	}
-	p := &proc{path: path, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() { cmd.Wait(); logf.Close(); close(p.exited) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.exited:
-			out, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("%s exited at start: %s", name, bytes.TrimSpace(out))
-		default:
-		}
-		if resp, err := http.Get(health); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.stop()
-	return nil, fmt.Errorf("%s did not answer %s within 15 s", name, health)
-}
-
-// stop sends SIGTERM and waits (SIGKILL after 10 s).
-func (p *proc) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
 	}
 }

@@ -1,0 +1,172 @@
+// Package procs runs the binaries that make bench and make soak measure as
+// processes of their own, on loopback, and reads the kernel's accounting of
+// them (/proc/PID/stat and /proc/PID/status).
+package procs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a running binary with its output in a log file.
+type Process struct {
+	Name    string
+	Path    string
+	LogPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start runs the binary at path with its output in dir/NAME.log, and waits
+// until GET healthURL answers 200. The process dies with this one.
+func Start(dir, name, healthURL string, env []string, path string, args ...string) (*Process, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w (run make build first)", path, err)
+	}
+	logPath := filepath.Join(dir, name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting %s (%s): %w", name, path, err)
+	}
+	p := &Process{Name: name, Path: path, LogPath: logPath, cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); logf.Close(); close(p.exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			out, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("%s exited at start (%v): %s", name, cmd.ProcessState, bytes.TrimSpace(out))
+		default:
+		}
+		if resp, err := http.Get(healthURL); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.Stop(time.Second)
+	return nil, fmt.Errorf("%s did not answer %s within 15 s (log: %s)", name, healthURL, logPath)
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Stop sends SIGTERM, waits up to grace for the process to end, then kills
+// it. It returns once the process is gone; a nil or ended Process is fine.
+func (p *Process) Stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// ExitCode is the exit code of an ended process (-1 when a signal ended it).
+func (p *Process) ExitCode() int {
+	<-p.exited
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// CPUTime is the user and system CPU time of a process so far, from the
+// kernel's own accounting (/proc/PID/stat utime + stime).
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("unexpected /proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, errors.New("short /proc/PID/stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("unexpected /proc/PID/stat")
+	}
+	return time.Duration(ut+st) * clockTick, nil
+}
+
+// Status is what /proc/PID/status says of a process's memory and threads.
+type Status struct {
+	HWM     int64 // peak resident set, bytes
+	RSS     int64 // resident set, bytes
+	Threads int64
+}
+
+// ReadStatus reads /proc/PID/status.
+func ReadStatus(pid int) (Status, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return Status{}, err
+	}
+	defer f.Close()
+	var s Status
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmHWM":
+			s.HWM = n << 10
+		case "VmRSS":
+			s.RSS = n << 10
+		case "Threads":
+			s.Threads = n
+		}
+	}
+	return s, sc.Err()
+}
