@@ -158,6 +158,11 @@ func decide(req *chatRequest) answer {
 	default:
 		a.text = "Hello from stub-backend. You said: " + clip(last, 80)
 	}
+	// stub:thinking puts a thinking step before any other answer (tool
+	// calls included), as a thinking model does.
+	if strings.Contains(last, "stub:thinking") && a.reasoning == "" {
+		a.reasoning, a.reasoningField = "Two calls are needed.", "reasoning_content"
+	}
 	if len(a.calls) > 0 {
 		a.finish = "tool_calls"
 	}
