@@ -12,11 +12,7 @@ import (
 
 func postMessages(t *testing.T, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return postJSON(t, url+"/v1/messages", body)
 }
 
 const bashTool = `"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}]`
@@ -70,10 +66,7 @@ func TestMessagesStreamEvents(t *testing.T) {
 func TestMessagesCountTokens(t *testing.T) {
 	srv := httptest.NewServer(New(Options{Protocol: ProtocolMessages}))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+"/v1/messages/count_tokens", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"one two three"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postJSON(t, srv.URL+"/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"one two three"}]}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if strings.TrimSpace(string(b)) != `{"input_tokens":3}` {
