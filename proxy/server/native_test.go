@@ -169,15 +169,8 @@ func TestNativeSDKToolRoundTrip(t *testing.T) {
 // anthropic-beta pass, the client's key does not.
 func TestNativeBodyBytes(t *testing.T) {
 	h := newNativeHarness(t, harnessOptions{})
-	raw, err := fixtures.ClientRequest("02-tool-turn-request.json")
+	f, err := fixtures.ClientCapture("02-tool-turn-request.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Headers map[string]string `json:"headers"`
-		Body    json.RawMessage   `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
 	var compact bytes.Buffer

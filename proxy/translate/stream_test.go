@@ -3,11 +3,9 @@ package translate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,9 +20,6 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
-
-// update rewrites golden files: go test ./proxy/translate -run TestStreamGolden -update
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const (
 	testAlias = "claude-sonnet-test"
@@ -87,22 +82,7 @@ func TestStreamGolden(t *testing.T) {
 			if err := ssecheck.Check(want); err != nil {
 				t.Fatalf("grammar: %v\n%s", err, want)
 			}
-			golden := filepath.Join("testdata", "stream", strings.TrimSuffix(name, ".sse")+".events")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if !bytes.Equal(want, g) {
-				t.Fatalf("events differ from %s:\n got:\n%s\nwant:\n%s", golden, want, g)
-			}
+			golden(t, filepath.Join("testdata", "stream", strings.TrimSuffix(name, ".sse")+".events"), want)
 
 			check := func(how string, cuts []int) {
 				t.Helper()
@@ -753,10 +733,7 @@ func TestStreamTooLargeEvent(t *testing.T) {
 // events, and they must be well formed after Finish (or Fail).
 func FuzzStream(f *testing.F) {
 	for _, name := range fixtures.BackendStreams() {
-		b, err := fixtures.Backend(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := fixture(f, name)
 		f.Add(b, uint16(len(b)/3))
 	}
 	f.Add(chunks(
