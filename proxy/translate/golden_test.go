@@ -21,14 +21,20 @@ import (
 func clientBody(t testing.TB, name string) []byte {
 	t.Helper()
 	c, err := fixtures.ClientCapture(name)
+	return compacted(t, c.Body, err)
+}
+
+// compacted returns a fixture read with error err, compacted.
+func compacted(t testing.TB, raw []byte, err error) []byte {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := jsontext.Value(c.Body)
-	if err := body.Compact(); err != nil {
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	return body
+	return v
 }
 
 // golden compares got with the golden file at path; with -update it

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
@@ -22,14 +21,7 @@ import (
 func codexBody(t testing.TB, name string) []byte {
 	t.Helper()
 	raw, err := fixtures.CodexRequest(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := jsontext.Value(raw)
-	if err := v.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return compacted(t, raw, err)
 }
 
 // TestResponsesToChatGolden translates every recorded Codex request and
@@ -226,22 +218,8 @@ func TestChatToResponses(t *testing.T) {
 // runResponsesStream translates a backend stream fed in pieces cut at the
 // given offsets, as the server does.
 func runResponsesStream(in []byte, cuts []int, call *ResponsesCall) []byte {
-	s := NewResponsesStream("alias", "resp_t", 7, call, 42)
-	out := s.Start(nil)
-	prev := 0
-	for _, c := range append(cuts, len(in)) {
-		var err error
-		if out, err = s.Feed(out, in[prev:c]); err != nil {
-			msg := err.Error()
-			var be *BackendError
-			if errors.As(err, &be) {
-				msg = be.Message
-			}
-			return s.Fail(out, responses.ServerError, msg)
-		}
-		prev = c
-	}
-	return s.Finish(out)
+	out, _ := feedCut(NewResponsesStream("alias", "resp_t", 7, call, 42), in, cuts, responses.ServerError)
+	return out
 }
 
 // TestResponsesStreamGolden feeds every backend fixture whole and in random

@@ -27,10 +27,24 @@ const (
 )
 
 // runStream translates a backend stream fed in pieces cut at the given
-// offsets, as the server does: Feed each piece, then Finish, or Fail when
-// Feed reports an error. It returns the events and Feed's error.
+// offsets. It returns the events and Feed's error.
 func runStream(in []byte, cuts []int) ([]byte, error) {
-	s := NewStream(testAlias, testMsgID, 42)
+	return feedCut(NewStream(testAlias, testMsgID, 42), in, cuts, messages.APIError)
+}
+
+// chatStreamTranslator is what the translators of a backend's Chat stream
+// (Stream, ResponsesStream) share.
+type chatStreamTranslator interface {
+	Start(dst []byte) []byte
+	Feed(dst, p []byte) ([]byte, error)
+	Finish(dst []byte) []byte
+	Fail(dst []byte, errType, message string) []byte
+}
+
+// feedCut feeds in to s in pieces cut at the given offsets, as the server
+// does: Feed each piece, then Finish, or Fail with failType when Feed
+// reports an error. It returns the events and Feed's error.
+func feedCut(s chatStreamTranslator, in []byte, cuts []int, failType string) ([]byte, error) {
 	out := s.Start(nil)
 	prev := 0
 	for _, c := range append(cuts, len(in)) {
@@ -41,7 +55,7 @@ func runStream(in []byte, cuts []int) ([]byte, error) {
 			if errors.As(err, &be) {
 				msg = be.Message
 			}
-			return s.Fail(out, messages.APIError, msg), err
+			return s.Fail(out, failType, msg), err
 		}
 		prev = c
 	}
