@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
