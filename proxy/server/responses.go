@@ -53,11 +53,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 		s.translatedRelay(w, r, x, out, res, tr, fail, f)
 		return
 	}
-	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, error) {
+	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, *chat.Usage, error) {
 		if x.route.Protocol == config.ProtocolMessages {
 			chatBody, err := translate.MessagesToChatResponse(b, x.alias, created)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			b = chatBody
 		}
