@@ -171,18 +171,40 @@ type OutputItem struct {
 }
 
 // OutputPart is a part of an output item: output_text (with annotations
-// and logprobs, always empty here), reasoning_text or summary_text.
+// and logprobs, always empty here), refusal, reasoning_text or
+// summary_text.
 type OutputPart struct {
 	Type        string      `json:"type"`
 	Text        string      `json:"text"`
+	Refusal     string      `json:"refusal,omitzero"` // refusal
 	Annotations *[]struct{} `json:"annotations,omitzero"`
 	Logprobs    *[]struct{} `json:"logprobs,omitzero"`
+}
+
+// PartRefusal is the type of a message's refusal part: the model declined
+// to answer, and says so in its refusal, not in text.
+const PartRefusal = "refusal"
+
+// MarshalJSONTo encodes the part in its type's shape: a refusal part is
+// {"type":"refusal","refusal":…}, without text.
+func (p OutputPart) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if p.Type == PartRefusal {
+		return json.MarshalEncode(enc, struct {
+			Type    string `json:"type"`
+			Refusal string `json:"refusal"`
+		}{p.Type, p.Refusal})
+	}
+	type part OutputPart // the same members, without this method
+	return json.MarshalEncode(enc, (*part)(&p))
 }
 
 // NewOutputText returns an output_text part.
 func NewOutputText(text string) OutputPart {
 	return OutputPart{Type: "output_text", Text: text, Annotations: &[]struct{}{}, Logprobs: &[]struct{}{}}
 }
+
+// NewRefusal returns a refusal part.
+func NewRefusal(refusal string) OutputPart { return OutputPart{Type: PartRefusal, Refusal: refusal} }
 
 // Usage counts the tokens of a response.
 type Usage struct {
@@ -211,6 +233,8 @@ const (
 	EventContentPartAdded       = "response.content_part.added"
 	EventOutputTextDelta        = "response.output_text.delta"
 	EventOutputTextDone         = "response.output_text.done"
+	EventRefusalDelta           = "response.refusal.delta"
+	EventRefusalDone            = "response.refusal.done"
 	EventContentPartDone        = "response.content_part.done"
 	EventReasoningTextDelta     = "response.reasoning_text.delta"
 	EventReasoningTextDone      = "response.reasoning_text.done"

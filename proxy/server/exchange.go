@@ -11,6 +11,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/passthrough"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -56,7 +57,10 @@ type exchange struct {
 	session string
 	// body is the client's body, kept until a backend answers: a retry at
 	// a backend with another model or other support translates it again.
-	body      []byte
+	body []byte
+	// fwd, when set, is the client's body forwarded while it arrives (only
+	// its model changes; chatforward.go), in place of body and req.Body.
+	fwd       *passthrough.Request
 	translate translation
 	// native, when set, translates for a backend that speaks the Messages
 	// format (vendora/); header holds the client's headers such a backend
@@ -132,6 +136,9 @@ func (x *exchange) forget() {
 		bufpool.Put(x.body) // translate's output never shares the input's memory
 		x.body = nil
 	}
+	if x.fwd != nil {
+		x.fwd.Release()
+	}
 }
 
 // send sends the request and returns the first backend answer that is not
@@ -148,7 +155,13 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 		x.shared.hold()
 		resp, err := s.pool.Do(x.ctx, x.call())
 		if err == nil {
+			x.answered(resp)
 			return resp, nil
+		}
+		if berr := x.bodyErr(); berr != nil {
+			// The client's body, not the backend, ended the attempt.
+			x.done(balance.Abandoned, nil)
+			return nil, berr
 		}
 		res := balance.Failed
 		var ue *upstream.Error
@@ -208,6 +221,17 @@ func retryReason(ue *upstream.Error) string {
 
 // retranslate translates the client's body for the backend now held.
 func (x *exchange) retranslate() error {
+	if x.fwd != nil {
+		if x.forwardable() {
+			x.req.Target = x.route.target
+			return nil
+		}
+		body, err := x.fwd.Whole()
+		if err != nil {
+			return err
+		}
+		x.fwd, x.body = nil, body
+	}
 	req, err := x.translateBody(x.body)
 	if err != nil {
 		return err
@@ -243,7 +267,7 @@ func (x *exchange) call() upstream.Call {
 	if r.Protocol == config.ProtocolMessages {
 		return x.nativeCall("/messages")
 	}
-	return upstream.Call{
+	c := upstream.Call{
 		BaseURL:       r.apiBase,
 		Path:          "/chat/completions",
 		APIKey:        r.apiKey,
@@ -255,6 +279,10 @@ func (x *exchange) call() upstream.Call {
 		Recycle:       x.shared.recycle,
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
 	}
+	if x.fwd != nil {
+		x.forwardCall(&c)
+	}
+	return c
 }
 
 // sharedBody is a translated request body that several attempts send: it
@@ -301,10 +329,22 @@ func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, tr
 	if !ok {
 		return nil, false
 	}
-	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), body: body, translate: translateBody, obs: observed(w)}
+	return s.translateFor(w, r, f, s.newExchange(w, r, translateBody, native), body)
+}
+
+func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBody, native translation) *exchange {
+	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), translate: translateBody, obs: observed(w)}
 	if native != nil && s.native {
 		x.native, x.header = native, r.Header
 	}
+	return x
+}
+
+// translateFor translates the client's body, read whole, for the backend
+// of x (chosen then, or before), answering the client itself when it
+// cannot.
+func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, x *exchange, body []byte) (*exchange, bool) {
+	x.body = body
 	req, err := x.translateBody(body)
 	if err != nil {
 		x.done(balance.Abandoned, nil)

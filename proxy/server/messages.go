@@ -265,7 +265,8 @@ func newMessageID() string {
 
 // countTokens answers POST /v1/messages/count_tokens locally: with the
 // backend's /tokenize when it has one, an estimate otherwise. The header
-// Dragoman-Token-Count says which.
+// Dragoman-Token-Count says which. The body is decoded once: its model,
+// the estimate and the text for /tokenize come from that decode.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	if s.passThroughOff(w, f) {
 		return
@@ -275,48 +276,39 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 		return
 	}
 	defer bufpool.Put(body)
-	estimate, err := translate.CountTokens(body)
+	tc, err := translate.DecodeTokenCount(body)
 	if err != nil {
 		f.write(w, requestProblem(err))
 		return
 	}
-	n, source := estimate, "estimate"
-	if alias := modelOf(body); alias != "" {
-		if first, ok := s.bal.Route(s.poolOf(alias)); ok {
-			setAlias(w, alias)
-			route := newRouteInfo(alias, first)
-			count, ok := 0, false
-			if route.Protocol == config.ProtocolMessages {
-				count, ok = s.nativeCount(r, route, body)
-			}
-			if !ok {
-				count, ok = s.backendCount(r.Context(), route, body)
-			}
-			if ok {
-				n, source = count, "backend"
-			}
+	n, source := 0, "estimate"
+	alias := tc.Model()
+	if first, ok := s.bal.Route(s.poolOf(alias)); ok {
+		setAlias(w, alias)
+		route := newRouteInfo(alias, first)
+		count, ok := 0, false
+		if route.Protocol == config.ProtocolMessages {
+			count, ok = s.nativeCount(r, route, body)
 		}
+		if !ok {
+			count, ok = s.backendCount(r.Context(), route, tc)
+		}
+		if ok {
+			n, source = count, "backend"
+		}
+	}
+	if source == "estimate" {
+		n = tc.Estimate()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Dragoman-Token-Count", source)
 	w.Write([]byte(`{"input_tokens":` + strconv.Itoa(n) + "}"))
 }
 
-// modelOf reads the model of a request without translating it.
-func modelOf(body []byte) string {
-	var probe struct {
-		Model string `json:"model"`
-	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return ""
-	}
-	return probe.Model
-}
-
 // backendCount asks the backend's /tokenize (vLLM's shape: at the server
 // root, {"model","prompt"} → {"count"}). A backend that has none is
 // remembered and not asked again.
-func (s *Server) backendCount(ctx context.Context, route routeInfo, body []byte) (int, bool) {
+func (s *Server) backendCount(ctx context.Context, route routeInfo, tc *translate.TokenCount) (int, bool) {
 	root := strings.TrimSuffix(route.apiBase, "/v1")
 	s.tokenizeMu.Lock()
 	has, known := s.tokenize[root]
@@ -324,14 +316,10 @@ func (s *Server) backendCount(ctx context.Context, route routeInfo, body []byte)
 	if known && !has {
 		return 0, false
 	}
-	text, err := translate.BackendTokenizeText(body)
-	if err != nil {
-		return 0, false
-	}
 	payload, err := json.Marshal(struct {
 		Model  string `json:"model"`
 		Prompt string `json:"prompt"`
-	}{route.BackendModel, text})
+	}{route.BackendModel, tc.TokenizeText()})
 	if err != nil {
 		return 0, false
 	}

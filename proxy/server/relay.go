@@ -21,24 +21,14 @@ import (
 // client itself when it cannot. The body is in a pooled buffer: the caller
 // gives it back (bufpool.Put) when nothing uses it any more.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !acceptableType(ct) {
-		f.write(w, problemf(unsupportedMedia, "Content-Type %q is not accepted: send the body as application/json", ct))
-		return nil, false
-	}
-	limit := s.cfg.MaxRequestBytes
-	if r.ContentLength > limit {
-		f.write(w, problemf(tooLarge, "request body of %d bytes is over the limit of %d bytes (general_settings.max_request_bytes)", r.ContentLength, limit))
+	body, ok := s.openBody(w, r, f)
+	if !ok {
 		return nil, false
 	}
 	// limit+1: MaxBytesReader, not ReadAll, says when the body is too long.
-	buf, err := bufpool.ReadAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit+1)
+	buf, err := bufpool.ReadAll(body, r.ContentLength, s.cfg.MaxRequestBytes+1)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			f.write(w, problemf(tooLarge, "request body is over the limit of %d bytes (general_settings.max_request_bytes)", limit))
-		} else {
-			f.write(w, problemf(invalidRequest, "reading the request body: %v", err))
-		}
+		f.write(w, s.readProblem(err))
 		bufpool.Put(buf)
 		return nil, false
 	}
@@ -48,6 +38,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]b
 		return nil, false
 	}
 	return buf, true
+}
+
+// openBody checks a request's Content-Type and announced length and
+// returns its body, bounded by general_settings.max_request_bytes.
+func (s *Server) openBody(w http.ResponseWriter, r *http.Request, f format) (io.Reader, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !acceptableType(ct) {
+		f.write(w, problemf(unsupportedMedia, "Content-Type %q is not accepted: send the body as application/json", ct))
+		return nil, false
+	}
+	limit := s.cfg.MaxRequestBytes
+	if r.ContentLength > limit {
+		f.write(w, problemf(tooLarge, "request body of %d bytes is over the limit of %d bytes (general_settings.max_request_bytes)", r.ContentLength, limit))
+		return nil, false
+	}
+	return http.MaxBytesReader(w, r.Body, limit), true
+}
+
+// readProblem words an error reading a request body.
+func (s *Server) readProblem(err error) problem {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return problemf(tooLarge, "request body is over the limit of %d bytes (general_settings.max_request_bytes)", s.cfg.MaxRequestBytes)
+	}
+	return problemf(invalidRequest, "reading the request body: %v", err)
 }
 
 // acceptableType allows JSON, and the types of clients that send JSON

@@ -323,7 +323,7 @@ func TestResponsesStreamCustomAndParallel(t *testing.T) {
 	}
 	want := "response.created response.in_progress " +
 		"response.output_item.added response.content_part.added response.reasoning_text.delta response.reasoning_text.done response.content_part.done response.output_item.done " +
-		"response.output_item.added response.function_call_arguments.delta response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done " +
+		"response.output_item.added response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done " +
 		"response.output_item.added response.custom_tool_call_input.delta response.custom_tool_call_input.done response.output_item.done " +
 		"response.completed"
 	if got := strings.Join(seq, " "); got != want {
@@ -375,6 +375,7 @@ type responsesEvent struct {
 	Text           *string               `json:"text"`
 	Arguments      *string               `json:"arguments"`
 	Input          *string               `json:"input"`
+	Refusal        *string               `json:"refusal"`
 }
 
 func parseResponsesEvents(t testing.TB, stream []byte) []responsesEvent {
@@ -418,8 +419,9 @@ func splitResponsesEvents(stream []byte) ([]responsesEvent, error) {
 // name = data type; sequence numbers 0, 1, 2…; created and in_progress
 // first; items added at output_index 0, 1, 2… one open at a time, each
 // event of an item naming the open one, deltas adding up to the .done
-// value and the item's final value; one terminal event (completed,
-// incomplete or failed) last, whose output is the items done.
+// value and the item's final value; a function_call's arguments a JSON
+// object; one terminal event (completed, incomplete or failed) last, whose
+// output is the items done.
 func checkResponsesEvents(stream []byte) error {
 	events, err := splitResponsesEvents(stream)
 	if err != nil {
@@ -462,11 +464,17 @@ func checkResponsesEvents(stream []byte) error {
 			var whole string
 			switch e.Item.Type {
 			case responses.ItemMessage, responses.ItemReasoning:
-				if len(*e.Item.Content) == 1 {
-					whole = (*e.Item.Content)[0].Text
+				if c := *e.Item.Content; len(c) == 1 {
+					whole = c[0].Text
+					if c[0].Type == responses.PartRefusal {
+						whole = c[0].Refusal
+					}
 				}
 			case responses.ItemFunctionCall:
 				whole = *e.Item.Arguments
+				if !isJSONObject(whole) {
+					return fmt.Errorf("event %d: function_call arguments %q are not a JSON object", i, whole)
+				}
 			case responses.ItemCustomToolCall:
 				whole = *e.Item.Input
 			}
@@ -489,7 +497,7 @@ func checkResponsesEvents(stream []byte) error {
 			if e.Delta != nil {
 				acc.WriteString(*e.Delta)
 			}
-			for _, v := range []*string{e.Text, e.Arguments, e.Input} {
+			for _, v := range []*string{e.Text, e.Arguments, e.Input, e.Refusal} {
 				if v != nil && *v != acc.String() {
 					return fmt.Errorf("event %d %s: value %q, deltas %q", i, e.Type, *v, acc.String())
 				}
@@ -559,5 +567,43 @@ func FuzzResponsesStream(f *testing.F) {
 	})
 }
 
+// isJSONObject reports whether s is one valid JSON object.
+func isJSONObject(s string) bool {
+	v := jsontext.Value(s)
+	return v.IsValid(jsontext.AllowDuplicateNames(true)) && v.Kind() == '{'
+}
+
 // matches reports whether s matches the regular expression re.
 func matches(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// FuzzChatToResponses: whatever the backend's answer, the response decodes,
+// every function_call's arguments are a JSON object and its call_id is
+// unique.
+func FuzzChatToResponses(f *testing.F) {
+	f.Add([]byte(chatResp(`{"role":"assistant","content":"Hi","reasoning_content":"r","refusal":"no","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},{"id":"c","type":"function","function":{"name":"apply_patch","arguments":"not-json{"}}]}`, `"tool_calls"`, "")))
+	f.Add([]byte(chatResp(`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]}`, `"length"`, "")))
+	call := customCall()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := ChatToResponses(body, "alias", "resp_t", 7, call)
+		if err != nil {
+			return
+		}
+		var r responses.Response
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("output does not decode as a response: %v\n%s", err, out)
+		}
+		ids := map[string]bool{}
+		for _, it := range r.Output {
+			if it.Type != responses.ItemFunctionCall && it.Type != responses.ItemCustomToolCall {
+				continue
+			}
+			if it.Type == responses.ItemFunctionCall && !isJSONObject(*it.Arguments) {
+				t.Fatalf("function_call arguments are not a JSON object: %s", out)
+			}
+			if it.CallID == "" || ids[it.CallID] {
+				t.Fatalf("call_id %q empty or used twice: %s", it.CallID, out)
+			}
+			ids[it.CallID] = true
+		}
+	})
+}

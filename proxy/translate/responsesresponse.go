@@ -19,9 +19,13 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // ChatToResponses translates a non-stream Chat response into a Responses
 // response object: id responseID, model = alias, output in order a
 // reasoning item (from reasoning_content or reasoning, as reasoning_text
-// content), a message with the text as output_text, then one function_call
-// per tool call (or a custom_tool_call with the raw input, for a function
-// that stands for a custom tool; see ResponsesToChat); status completed, or
+// content), a message with the text as output_text, a message with the
+// backend's refusal as a refusal part, then one function_call per tool
+// call (or a custom_tool_call with the raw input, for a function that
+// stands for a custom tool; see ResponsesToChat), its arguments a JSON
+// object as ToolInput makes them and its call_id unique in the response (a
+// call without an id, or under one an earlier call has, gets
+// call_<item id>), as the stream gives them; status completed, or
 // incomplete with the reason when the backend stopped at its token limit
 // (max_output_tokens) or its content filter; usage always present. Only the
 // first choice is used. A body that is not a Chat response is an error (the
@@ -46,10 +50,21 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 			out.Output = append(out.Output, reasoningItem(ids.next("rs"), reasoning))
 		}
 		if m.Content != nil && *m.Content != "" {
-			out.Output = append(out.Output, messageItem(ids.next("msg"), *m.Content, responses.StatusCompleted))
+			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.NewOutputText(*m.Content), responses.StatusCompleted))
 		}
+		if m.Refusal != "" {
+			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.NewRefusal(m.Refusal), responses.StatusCompleted))
+		}
+		callIDs := make(map[string]bool, len(m.ToolCalls))
 		for _, tc := range m.ToolCalls {
-			out.Output = append(out.Output, callItem(call, ids.next(""), tc.ID, tc.Function.Name, tc.Function.Arguments, responses.StatusCompleted))
+			id, callID := ids.next(""), tc.ID
+			if callID == "" || callIDs[callID] {
+				// None, or a second call under a used id: one of its own.
+				for callID = "call" + id; callIDs[callID]; callID += "_" {
+				}
+			}
+			callIDs[callID] = true
+			out.Output = append(out.Output, callItem(call, id, callID, tc.Function.Name, tc.Function.Arguments, responses.StatusCompleted))
 		}
 	}
 	setFinish(&out, finish)
@@ -100,10 +115,12 @@ func (g *itemIDs) next(prefix string) string {
 	return id
 }
 
-func messageItem(id, text, status string) responses.OutputItem {
+// messageItem is a message item whose content is part once completed,
+// empty while in progress.
+func messageItem(id string, part responses.OutputPart, status string) responses.OutputItem {
 	content := []responses.OutputPart{}
-	if text != "" || status == responses.StatusCompleted {
-		content = append(content, responses.NewOutputText(text))
+	if status == responses.StatusCompleted {
+		content = append(content, part)
 	}
 	return responses.OutputItem{Type: responses.ItemMessage, ID: id, Status: status, Role: "assistant", Content: &content}
 }
@@ -118,7 +135,9 @@ func reasoningItem(id, text string) responses.OutputItem {
 
 // callItem is the item of one tool call. id is the item id without its
 // prefix (fc_ or ctc_, added here); a call without a backend id gets
-// call_<id>.
+// call_<id>. args are the call's arguments as the backend sent them: once
+// completed, a function_call's are a JSON object (ToolInput), a
+// custom_tool_call's input is read from them (customInput).
 func callItem(call *ResponsesCall, id, callID, chatName, args, status string) responses.OutputItem {
 	namespace, name, custom := call.callName(chatName)
 	if callID == "" {
@@ -128,8 +147,8 @@ func callItem(call *ResponsesCall, id, callID, chatName, args, status string) re
 		input := customInput(args)
 		return responses.OutputItem{Type: responses.ItemCustomToolCall, ID: "ctc" + id, Status: status, CallID: callID, Name: name, Namespace: namespace, Input: &input}
 	}
-	if strings.TrimSpace(args) == "" && status == responses.StatusCompleted {
-		args = "{}"
+	if status == responses.StatusCompleted {
+		args = string(ToolInput(args))
 	}
 	return responses.OutputItem{Type: responses.ItemFunctionCall, ID: "fc" + id, Status: status, CallID: callID, Name: name, Namespace: namespace, Arguments: &args}
 }

@@ -233,19 +233,46 @@ func estimateFromSizes(s sizes) int {
 		messageOverhead*(s.msgs+1) + toolOverhead*s.tools + imageTokens*s.image
 }
 
+// TokenCount is a Messages count_tokens request decoded once: its model,
+// the local estimate of its input tokens and its text for a backend's
+// /tokenize all come from the one decode. Its raw values alias the body it
+// was decoded from, which must outlive it.
+type TokenCount struct {
+	req messages.Request
+}
+
+// DecodeTokenCount decodes a count_tokens request body (model, system,
+// messages, tools); a body that is not one, or has no model, is a
+// *RequestError.
+func DecodeTokenCount(body []byte) (*TokenCount, error) {
+	c := &TokenCount{}
+	if err := decodeRequest(body, &c.req); err != nil {
+		return nil, err
+	}
+	if c.req.Model == "" {
+		return nil, invalidf("model: required")
+	}
+	return c, nil
+}
+
+// Model is the model the request names.
+func (tc *TokenCount) Model() string { return tc.req.Model }
+
 // CountTokens estimates the input tokens of a Messages count_tokens request
-// body: model, system, messages and tools. It counts what the backend
-// would see (the billing-header system block is left out) with
-// EstimateTokens, plus a few tokens per message and tool for the chat
-// template, and imageTokens per image.
+// body: DecodeTokenCount, then Estimate.
 func CountTokens(body []byte) (int, error) {
-	var req messages.Request
-	if err := decodeRequest(body, &req); err != nil {
+	tc, err := DecodeTokenCount(body)
+	if err != nil {
 		return 0, err
 	}
-	if req.Model == "" {
-		return 0, invalidf("model: required")
-	}
+	return tc.Estimate(), nil
+}
+
+// Estimate counts what the backend would see (the billing-header system
+// block is left out) with EstimateTokens, plus a few tokens per message and
+// tool for the chat template, and imageTokens per image.
+func (tc *TokenCount) Estimate() int {
+	req := &tc.req
 	var c tokenCounter
 	c.system(req.System)
 	for i := range req.Messages {
@@ -261,7 +288,7 @@ func CountTokens(body []byte) (int, error) {
 		c.raw(t.Description)
 		c.n += EstimateTokens(string(t.InputSchema))
 	}
-	return c.n + messageOverhead, nil
+	return c.n + messageOverhead
 }
 
 type tokenCounter struct {
@@ -330,18 +357,23 @@ func (c *tokenCounter) block(b *messages.Block) {
 }
 
 // BackendTokenizeText renders the prompt of a count_tokens request body as
-// plain text for a backend's /tokenize endpoint: the system prompt (without
-// the billing-header block), each message as "role: text" with tool calls
-// and results written out, and the tool definitions as JSON. The backend's
-// count of it, plus a few template tokens per message, is the prompt size.
+// plain text for a backend's /tokenize endpoint: DecodeTokenCount, then
+// TokenizeText.
 func BackendTokenizeText(body []byte) (string, error) {
-	var req messages.Request
-	if err := decodeRequest(body, &req); err != nil {
+	tc, err := DecodeTokenCount(body)
+	if err != nil {
 		return "", err
 	}
-	if req.Model == "" {
-		return "", invalidf("model: required")
-	}
+	return tc.TokenizeText(), nil
+}
+
+// TokenizeText renders the prompt as plain text for a backend's /tokenize
+// endpoint: the system prompt (without the billing-header block), each
+// message as "role: text" with tool calls and results written out, and the
+// tool definitions as JSON. The backend's count of it, plus a few template
+// tokens per message, is the prompt size.
+func (tc *TokenCount) TokenizeText() string {
+	req := &tc.req
 	var r textRenderer
 	if !req.System.IsZero() {
 		r.sb.WriteString("system: ")
@@ -374,7 +406,7 @@ func BackendTokenizeText(body []byte) (string, error) {
 		r.sb.Write(t.InputSchema)
 		r.sb.WriteString("\n\n")
 	}
-	return r.sb.String(), nil
+	return r.sb.String()
 }
 
 type textRenderer struct {

@@ -167,3 +167,36 @@ func TestBackendTokenizeText(t *testing.T) {
 		t.Error("bad body: no error")
 	}
 }
+
+// TestTokenCountFromOneDecode: the count_tokens endpoint decodes a body
+// once; the model, the estimate and the /tokenize text it reads from that
+// decode are what the one-shot functions give, and can be read in any
+// order, more than once.
+func TestTokenCountFromOneDecode(t *testing.T) {
+	body := []byte(`{"model":"claude-x","system":"Be brief.","messages":[{"role":"user","content":"hello world"},
+	{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"path":"a.go"}}]}],
+	"tools":[{"name":"Read","description":"Reads a file.","input_schema":{"type":"object"}}]}`)
+	tc, err := DecodeTokenCount(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantN, _ := CountTokens(body)
+	wantText, _ := BackendTokenizeText(body)
+	if tc.Model() != "claude-x" {
+		t.Errorf("model %q", tc.Model())
+	}
+	for range 2 {
+		if got := tc.TokenizeText(); got != wantText || !strings.Contains(got, "system: Be brief.") {
+			t.Errorf("text %q, want %q", got, wantText)
+		}
+		if got := tc.Estimate(); got != wantN || got <= 0 {
+			t.Errorf("estimate %d, want %d", got, wantN)
+		}
+	}
+	for _, bad := range []string{`{"messages":[]}`, `{"model":"a","messages":[{"role":"user","content":7}]}`, `{`} {
+		var re *RequestError
+		if _, err := DecodeTokenCount([]byte(bad)); !errors.As(err, &re) {
+			t.Errorf("%s: error %v, want a *RequestError", bad, err)
+		}
+	}
+}

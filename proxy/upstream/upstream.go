@@ -81,6 +81,18 @@ type Call struct {
 	// with the outcome: the backend's status (0 when none came) and the
 	// error.
 	Attempt func(req *http.Request) (done func(status int, err error))
+	// Open, when set, gives the body instead of Body: a body forwarded while
+	// it arrives (package passthrough), ContentLength bytes long (-1:
+	// unknown, sent chunked). Each call returns a reader from the body's
+	// start and cuts off the readers it returned before (the transport
+	// calls it again to retry on a stale connection).
+	Open          func() io.Reader
+	ContentLength int64
+	// StreamFlag, when set, says at the answer's headers whether it is a
+	// stream: a forwarded body's stream flag may come after the backend
+	// was chosen. Until then the attempt is bounded by the smaller of
+	// Timeout and StreamTimeout, and Stream is not used.
+	StreamFlag func(h http.Header) bool
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -151,7 +163,7 @@ type Response struct {
 // request at once.
 func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	limit, which := c.Timeout, "timeout"
-	if c.Stream {
+	if c.Stream || (c.StreamFlag != nil && c.StreamTimeout > 0 && (c.Timeout <= 0 || c.StreamTimeout < c.Timeout)) {
 		limit, which = c.StreamTimeout, "stream_timeout"
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -163,10 +175,17 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	defer ref.over()
 	resp, err := p.once(ctx, c, ref)
 	if err == nil && resp.StatusCode/100 == 2 {
-		if c.Stream {
+		stream := c.Stream
+		if c.StreamFlag != nil {
+			if stream = c.StreamFlag(resp.Header); stream && c.StreamTimeout > 0 && w.timer != nil {
+				limit, which = c.StreamTimeout, "stream_timeout"
+				w.limit = limit
+			}
+		}
+		if stream {
 			w.reset() // the first byte came; now each read gets the full stream_timeout
 		}
-		return &Response{Status: resp.StatusCode, Header: resp.Header, Body: &body{rc: resp.Body, w: w, stream: c.Stream, cancel: cancel, which: which, limit: limit}}, nil
+		return &Response{Status: resp.StatusCode, Header: resp.Header, Body: &body{rc: resp.Body, w: w, stream: stream, cancel: cancel, which: which, limit: limit}}, nil
 	}
 	e := classify(ctx, resp, err, which, limit)
 	w.stop()
@@ -228,10 +247,18 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 		req.Body = http.NoBody
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return ref.reader(), nil }
+	if c.Open != nil {
+		body.Close()
+		req.Body, req.ContentLength = io.NopCloser(c.Open()), c.ContentLength
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(c.Open()), nil }
+	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.Stream {
+	switch {
+	case c.StreamFlag != nil:
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	case c.Stream:
 		req.Header.Set("Accept", "text/event-stream")
-	} else {
+	default:
 		req.Header.Set("Accept", "application/json")
 	}
 	for k, v := range c.Header {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
@@ -17,37 +19,43 @@ const (
 	alias        = "claude-opus-5-5"
 	backendModel = "stub-model"
 	clientKey    = "sk-proxy-test" // the fixture's key; Dragoman is started with it
+	// nativeAlias routes to the same stub as vendora/: the stub serves
+	// the Messages format too (--protocol messages), and Messages requests
+	// to this alias pass through (issue 12).
+	nativeAlias = "claude-native"
 )
 
 // kase is one row group of the table: one request shape sent to the stub
 // directly, through the floor and through Dragoman.
 type kase struct {
 	name   string
-	api    string // "chat" (pass-through), "messages" or "responses" (translation)
+	api    string // "chat" (pass-through), "messages" or "responses" (translation), "native" (Messages pass-through)
 	large  bool
 	stream bool
 	size   int // bytes of the request Dragoman receives
 
-	// Bodies: the stub and the floor take a Chat request; Dragoman takes
-	// the case's own format. For messages cases the Chat request is
-	// Dragoman's own translation of the Messages request, so all three
-	// do the same backend work.
+	// Bodies: the stub and the floor take a Chat request (native cases: a
+	// Messages request); Dragoman takes the case's own format. For
+	// messages and native cases the stub's request is Dragoman's own
+	// translation of the client's, so all three do the same backend work.
 	chatBody []byte
 	body     []byte
 	header   http.Header
 }
 
 func (k *kase) targets(stub, floor, dragoman string) [3]target {
-	path := "/v1/chat/completions"
+	path, backendPath := "/v1/chat/completions", "/v1/chat/completions"
 	switch k.api {
 	case "messages":
 		path = "/v1/messages"
+	case "native":
+		path, backendPath = "/v1/messages", "/v1/messages"
 	case "responses":
 		path = "/v1/responses"
 	}
 	return [3]target{
-		{name: "direct", url: stub + "/v1/chat/completions", body: k.chatBody, header: k.header},
-		{name: "floor", url: floor + "/v1/chat/completions", body: k.chatBody, header: k.header},
+		{name: "direct", url: stub + backendPath, body: k.chatBody, header: k.header},
+		{name: "floor", url: floor + backendPath, body: k.chatBody, header: k.header},
 		{name: "dragoman", url: dragoman + path, body: k.body, header: k.header},
 	}
 }
@@ -172,13 +180,57 @@ func buildCases() ([]*kase, error) {
 			)
 		}
 	}
+	nc, err := nativeCases(client, header)
+	if err != nil {
+		return nil, err
+	}
 	rc, err := responsesCases(resolve)
 	if err != nil {
 		return nil, err
 	}
-	// Order: the 54 KB cases first, chat then messages; the Responses
-	// cases last.
-	return append(cases, rc...), nil
+	// Order: the 54 KB cases first, chat then messages; the native and
+	// Responses cases last.
+	return append(append(cases, nc...), rc...), nil
+}
+
+// nativeCases are the real client's request sent to a backend that
+// speaks the Messages format (issue 12's vendora/ pass-through),
+// non-stream and stream. The stub and the floor take what Dragoman
+// forwards: the same body with model rewritten and the billing block and
+// drop_params members removed.
+func nativeCases(client []byte, header http.Header) ([]*kase, error) {
+	resolve := func(a string) (translate.Target, error) {
+		if a != nativeAlias {
+			return translate.Target{}, fmt.Errorf("unknown alias %q", a)
+		}
+		return translate.Target{Alias: nativeAlias, BackendModel: backendModel, DropParams: strings.Join(config.DefaultDropParams, ",")}, nil
+	}
+	from := []byte(`"model": "` + alias + `"`)
+	if !bytes.Contains(client, from) {
+		return nil, errors.New("fixture: no top-level model member to change")
+	}
+	var cases []*kase
+	for _, stream := range []bool{false, true} {
+		body, err := withStream(client, stream)
+		if err != nil {
+			return nil, fmt.Errorf("fixture: %w", err)
+		}
+		body = bytes.Replace(body, from, []byte(`"model": "`+nativeAlias+`"`), 1)
+		br, err := translate.MessagesToMessages(body, resolve)
+		if err != nil {
+			return nil, fmt.Errorf("the pass-through of the bench request: %w", err)
+		}
+		if br.Stream != stream || translate.RequestModel(br.Body) != backendModel {
+			return nil, errors.New("the pass-through did not keep the stream flag or rewrite the model")
+		}
+		mode := "non-stream"
+		if stream {
+			mode = "stream"
+		}
+		cases = append(cases, &kase{name: "native 54 KB " + mode, api: "native", large: true, stream: stream,
+			size: len(body), chatBody: br.Body, body: body, header: header})
+	}
+	return cases, nil
 }
 
 // responsesCases are the Responses translation of the recorded Codex CLI

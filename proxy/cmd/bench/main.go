@@ -197,12 +197,19 @@ func (r *runner) table(quick bool, out string) int {
 }
 
 // dragomanConfig is the config Dragoman runs with in the bench: one alias
-// on the stub, defaults otherwise.
+// on the stub, and nativeAlias on the same stub as a backend that speaks
+// the Messages format (the stub runs with --protocol messages); defaults
+// otherwise.
 func dragomanConfig(dir, name, stubURL string) (string, error) {
 	cfg := "model_list:\n" +
 		"  - model_name: " + alias + "\n" +
 		"    proxy_params:\n" +
 		"      model: vendorb/" + backendModel + "\n" +
+		"      api_base: " + stubURL + "/v1\n" +
+		"      api_key: none\n" +
+		"  - model_name: " + nativeAlias + "\n" +
+		"    proxy_params:\n" +
+		"      model: vendora/" + backendModel + "\n" +
 		"      api_base: " + stubURL + "/v1\n" +
 		"      api_key: none\n" +
 		"general_settings:\n" +

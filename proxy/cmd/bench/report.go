@@ -157,6 +157,7 @@ func (res *results) goals() []goal {
 	multiple("Messages translation, added p50", ml, p50, 1.5)
 	multiple("Messages translation, added p99", ml, p99, 2)
 	multiple("Responses translation, added p50", find("responses", true, false), p50, 1.5)
+	multiple("Messages pass-through to a native backend, added p50 (issue 12)", find("native", true, false), p50, 1.1)
 	for _, large := range []bool{true, false} {
 		multiple("Chat pass-through, added p50", find("chat", large, false), p50, 1.15)
 	}

@@ -133,7 +133,7 @@ func (r *runner) all() (*results, error) {
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no case matches %q", r.only)
 	}
-	stub, err := r.stub("stub", "--events", "64")
+	stub, err := r.stub("stub", "--events", "64", "--protocol", "messages")
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (r *runner) all() (*results, error) {
 
 	progress("logging: Dragoman at --log-level info (one line per request) beside warn")
 	for _, k := range cases {
-		if k.stream || k.api == "responses" || (k.api == "chat") != !k.large {
+		if k.stream || k.api == "responses" || k.api == "native" || (k.api == "chat") != !k.large {
 			continue // chat small and messages 54 KB, non-stream
 		}
 		ts := k.targets(stub.url, fl.url, dm.url)

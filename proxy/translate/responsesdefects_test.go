@@ -1,0 +1,167 @@
+package translate
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/dragoman-dev/dragoman/proxy/responses"
+)
+
+// The three defects of issue 17 (defects_test.go), on the Responses path:
+// the stream and the non-stream answer give the same output items.
+
+// streamedOutput translates a backend stream and returns the output of the
+// final response event, after checking the stream's grammar.
+func streamedOutput(t *testing.T, in []byte) []responses.OutputItem {
+	t.Helper()
+	out := runResponsesStream(in, nil, customCall())
+	if err := checkResponsesEvents(out); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	events := parseResponsesEvents(t, out)
+	return events[len(events)-1].Response.Output
+}
+
+// nonStreamOutput translates a non-stream answer with the given message.
+func nonStreamOutput(t *testing.T, message, finish string) []responses.OutputItem {
+	t.Helper()
+	out, err := ChatToResponses([]byte(chatResp(message, finish, "")), "alias", "resp_t", 7, customCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r responses.Response
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Output
+}
+
+func callsOf(items []responses.OutputItem) (callIDs, args []string) {
+	for _, it := range items {
+		if it.Type == responses.ItemFunctionCall {
+			callIDs = append(callIDs, it.CallID)
+			args = append(args, *it.Arguments)
+		}
+	}
+	return callIDs, args
+}
+
+// Defect 1: a function_call's arguments are a JSON object, the same
+// streamed or not, and the same input the Messages path gives.
+func TestResponsesArgumentsAreAnObjectStreamOrNot(t *testing.T) {
+	for _, args := range []string{
+		`not-json{`,
+		`{"command": "ls -la", "descr`, // cut off (finish_reason length)
+		`{"a":1}}`,
+		`[1,2]`,
+		`"{\"a\":1}"`, // an object encoded twice
+		`42`,
+		`{"command": "ls -la", "description": "List files"}`,
+		` {"a": [1, {"b": "}"}]} `,
+		``,
+	} {
+		t.Run(args, func(t *testing.T) {
+			var js []string
+			for i, f := range fragments(args, 5) {
+				if i == 0 {
+					js = append(js, toolChunk(tc(0, "call_1", "f", f)))
+				} else {
+					js = append(js, toolChunk(tc(0, "", "", f)))
+				}
+			}
+			_, streamed := callsOf(streamedOutput(t, chunks(append(js, finishChunk("tool_calls", ""))...)))
+			call := `{"id":"call_1","type":"function","function":{"name":"f","arguments":` + string(must(json.Marshal(args))) + `}}`
+			_, whole := callsOf(nonStreamOutput(t, `{"role":"assistant","content":null,"tool_calls":[`+call+`]}`, `"tool_calls"`))
+			if len(streamed) != 1 || len(whole) != 1 {
+				t.Fatalf("function calls: %d streamed, %d non-stream; want 1 each", len(streamed), len(whole))
+			}
+			if !isJSONObject(streamed[0]) || streamed[0] != whole[0] {
+				t.Fatalf("streamed arguments %s, non-stream %s: want the same JSON object", streamed[0], whole[0])
+			}
+			if messagesInput := string(ToolInput(args)); streamed[0] != messagesInput {
+				t.Fatalf("arguments %s, the Messages path's input %s", streamed[0], messagesInput)
+			}
+		})
+	}
+}
+
+// Defect 2: a second call under an id already used is a call of its own,
+// with a call_id of its own.
+func TestResponsesReusedCallIDStartsANewCall(t *testing.T) {
+	wantArgs := []string{`{"city":"SF"}`, `{"city":"CHI"}`}
+	check := func(t *testing.T, items []responses.OutputItem) {
+		t.Helper()
+		ids, args := callsOf(items)
+		if !slices.Equal(args, wantArgs) || ids[0] != "call_1" || ids[1] == ids[0] || ids[1] == "" {
+			t.Fatalf("call_ids %q arguments %q: want two calls, call_1 and an id of its own", ids, args)
+		}
+	}
+	for name, in := range map[string][]byte{
+		"same index, id and name again": chunks(
+			toolChunk(tc(0, "call_1", "f", `{"city":`)),
+			toolChunk(tc(0, "", "", `"SF"}`)),
+			toolChunk(tc(0, "call_1", "f", `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"same index and id, no name": chunks(
+			toolChunk(tc(0, "call_1", "f", `{"city":"SF"}`)),
+			toolChunk(tc(0, "call_1", "", `{"city":`)),
+			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"another index": chunks(
+			toolChunk(tc(0, "call_1", "f", `{"city":"SF"}`)),
+			toolChunk(tc(1, "call_1", "f", `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+	} {
+		t.Run(name, func(t *testing.T) { check(t, streamedOutput(t, in)) })
+	}
+	t.Run("non-stream", func(t *testing.T) {
+		call := func(args string) string {
+			return `{"id":"call_1","type":"function","function":{"name":"f","arguments":` + string(must(json.Marshal(args))) + `}}`
+		}
+		check(t, nonStreamOutput(t, `{"role":"assistant","content":null,"tool_calls":[`+call(wantArgs[0])+`,`+call(wantArgs[1])+`]}`, `"tool_calls"`))
+	})
+}
+
+// Defect 3: the Chat refusal reaches the client as the Responses format
+// carries one: a message whose content is a refusal part, streamed with
+// response.refusal.delta and .done.
+func TestResponsesRefusalReachesTheClient(t *testing.T) {
+	const refusal = "I can't help with that."
+	want := []responses.OutputPart{responses.NewRefusal(refusal)}
+	check := func(t *testing.T, items []responses.OutputItem) {
+		t.Helper()
+		if len(items) != 1 || items[0].Type != responses.ItemMessage || items[0].Content == nil || !slices.Equal(*items[0].Content, want) {
+			t.Fatalf("output %+v, want one message with the refusal part", items)
+		}
+	}
+	check(t, nonStreamOutput(t, `{"role":"assistant","content":null,"refusal":"`+refusal+`"}`, `"stop"`))
+	var js []string
+	for _, f := range fragments(refusal, 6) {
+		js = append(js, textChunk("refusal", f))
+	}
+	in := chunks(append(js, finishChunk("stop", ""))...)
+	check(t, streamedOutput(t, in))
+	var deltas, done string
+	for _, e := range parseResponsesEvents(t, runResponsesStream(in, nil, nil)) {
+		switch e.Type {
+		case responses.EventRefusalDelta:
+			deltas += *e.Delta
+		case responses.EventRefusalDone:
+			done = *e.Refusal
+		}
+	}
+	if deltas != refusal || done != refusal {
+		t.Fatalf("refusal deltas %q, done %q: want %q", deltas, done, refusal)
+	}
+	// Text and a refusal: the text's message, then the refusal's.
+	items := streamedOutput(t, chunks(textChunk("content", "Well. "), textChunk("refusal", "No."), finishChunk("stop", "")))
+	whole := nonStreamOutput(t, `{"role":"assistant","content":"Well. ","refusal":"No."}`, `"stop"`)
+	if len(items) != 2 || len(whole) != 2 || (*items[1].Content)[0] != responses.NewRefusal("No.") || (*whole[1].Content)[0] != responses.NewRefusal("No.") {
+		t.Fatalf("text and refusal: streamed %+v, non-stream %+v", items, whole)
+	}
+}
