@@ -18,8 +18,8 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
-// chatAnswer is a backend's small non-stream Chat Completions answer.
-const chatAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`
+// poolBenchAnswer is a backend's small non-stream Chat Completions answer.
+const poolBenchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`
 
 // BenchmarkPool is what a pool costs a request: the same small Messages
 // request, with a session id, through the proxy in front of one backend
@@ -35,7 +35,7 @@ func BenchmarkPool(b *testing.B) {
 				hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
 					w.Header().Set("Content-Type", "application/json")
-					io.WriteString(w, chatAnswer)
+					io.WriteString(w, poolBenchAnswer)
 				}))
 				b.Cleanup(hs.Close)
 				fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s/v1', api_key: k, name: b%d}\n", hs.URL, i)

@@ -42,7 +42,8 @@ type poolBackend struct {
 	// than when the handler returns: a non-stream answer is flushed whole
 	// before the handler's epilogue runs, so the proxy may rightly send the
 	// next request while this one's handler is still returning. A streamed
-	// answer's count ends when its last event (data: [DONE]) is written.
+	// answer's count ends when its last event (usage, or data: [DONE]) is
+	// written.
 	untilAnswer bool
 }
 
@@ -83,8 +84,9 @@ func (b *poolBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerWriter calls done once, when the answer's first byte is written,
-// or for an event stream its data: [DONE] (or when the handler ends
-// without writing).
+// or for an event stream its last event: the usage chunk, after which the
+// proxy may end the client's stream without waiting for data: [DONE] (or
+// when the handler ends without writing).
 type answerWriter struct {
 	http.ResponseWriter
 	done  func()
@@ -92,7 +94,7 @@ type answerWriter struct {
 }
 
 func (a *answerWriter) Write(p []byte) (int, error) {
-	if a.Header().Get("Content-Type") != "text/event-stream" || bytes.Contains(p, []byte("data: [DONE]")) {
+	if a.Header().Get("Content-Type") != "text/event-stream" || bytes.Contains(p, []byte(`"usage":`)) || bytes.Contains(p, []byte("data: [DONE]")) {
 		a.end()
 	}
 	return a.ResponseWriter.Write(p)
