@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
@@ -33,8 +34,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 		s.translatedStream(w, r, x, st, fail, f)
 		return
 	}
-	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, error) {
-		return translate.ChatToResponses(b, x.alias, id, created, call)
+	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, *chat.Usage, error) {
+		out, err := translate.ChatToResponses(b, x.alias, id, created, call)
+		return out, chat.ParseUsage(b), err
 	})
 }
 

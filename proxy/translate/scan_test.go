@@ -82,3 +82,26 @@ func TestScannerMatchesJSONTextRandom(t *testing.T) {
 		}
 	}
 }
+
+// The first pass of str stops at the first byte that is not plain text,
+// eight bytes a turn: every kind of such byte, at every offset around its
+// word and shortString boundaries, gives jsontext's verdict and end.
+func TestScannerStringBoundaries(t *testing.T) {
+	kinds := []string{`"`, `\n`, `\u00e9`, `\x`, "\x01", "\x7f", "é", "\xe2\x82\xac", "\xff", "\xe2\x82"}
+	for at := 0; at <= 2*shortString+9; at++ {
+		for _, k := range kinds {
+			for _, tail := range []string{`"`, `abc"`, ``, `", 1`} {
+				b := []byte(`"` + strings.Repeat("a", at) + k + tail)
+				sc := scanner{b: b}
+				raw, err := sc.value()
+				want := jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true))
+				if got := err == nil && sc.ws() == 0; got != want {
+					t.Fatalf("%q: scanner error %v (rest %q), jsontext valid %v", b, err, b[sc.i:], want)
+				}
+				if err == nil && !jsontext.Value(raw).IsValid() {
+					t.Fatalf("%q: the scanner's value %q is not a JSON string", b, raw)
+				}
+			}
+		}
+	}
+}
