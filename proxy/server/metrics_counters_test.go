@@ -29,15 +29,11 @@ func zeroEndpoints(nonZero map[string]float64) map[string]float64 {
 	return out
 }
 
-// drain reads a body to its end and closes it.
+// drain reads a body to its end (readEvents) and closes it.
 func drain(t *testing.T, resp *http.Response) string {
 	t.Helper()
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	defer resp.Body.Close()
+	return string(readEvents(t, resp.Body))
 }
 
 // TestMetricsStreamPings: a backend slow to its first byte and between
