@@ -17,20 +17,18 @@ import (
 func TestDeployConfigs(t *testing.T) {
 	var clientModels []string
 	for _, name := range fixtures.ClientRequests() {
-		data, err := fixtures.ClientRequest(name)
+		f, err := fixtures.ClientCapture(name)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var req struct {
-			Body struct {
-				Model string `json:"model"`
-			} `json:"body"`
-		}
-		if err := json.Unmarshal(data, &req); err != nil {
 			t.Fatalf("fixture %s: %v", name, err)
 		}
-		if req.Body.Model != "" && !slices.Contains(clientModels, req.Body.Model) {
-			clientModels = append(clientModels, req.Body.Model)
+		var body struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(f.Body, &body); err != nil {
+			t.Fatalf("fixture %s: %v", name, err)
+		}
+		if body.Model != "" && !slices.Contains(clientModels, body.Model) {
+			clientModels = append(clientModels, body.Model)
 		}
 	}
 	if len(clientModels) == 0 {

@@ -280,16 +280,11 @@ func (x *exchange) call() upstream.Call {
 	return c
 }
 
-// prepare reads a request body, takes a slot at a backend of its alias's
-// pool and translates the body for that backend, answering the client
-// itself when it cannot.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, f format, translateBody translation) (*exchange, bool) {
-	return s.prepareFor(w, r, f, translateBody, nil)
-}
-
-// prepareFor is prepare with native, the translation for a backend of the
-// pool that speaks the Messages format (nil: every backend is translated
-// for with translateBody).
+// prepareFor reads a request body, takes a slot at a backend of its
+// alias's pool and translates the body for that backend, answering the
+// client itself when it cannot: with native when that backend speaks the
+// Messages format (nil: every backend is translated for with
+// translateBody).
 func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, translateBody, native translation) (*exchange, bool) {
 	body, ok := s.readBody(w, r, f)
 	if !ok {

@@ -43,19 +43,21 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 		s.messagesStream(w, r, x)
 		return
 	}
-	s.translatedJSON(w, r, x, messagesFormat, func(b []byte) ([]byte, error) {
+	s.translatedJSON(w, r, x, messagesFormat, func(b []byte) ([]byte, *chat.Usage, error) {
 		if x.route.Protocol == config.ProtocolMessages {
 			// The backend answered in the Messages format: only the model changes.
-			return translate.ChatResponseModel(b, x.alias)
+			out, err := translate.ChatResponseModel(b, x.alias)
+			return out, chat.ParseUsage(b), err
 		}
-		return translate.ChatToMessages(b, x.alias)
+		return translate.ChatToMessagesWithUsage(b, x.alias)
 	})
 }
 
 // translatedJSON serves a non-stream request on an endpoint that
 // translates: the backend's Chat answer goes through answer, and out to the
-// client; a failure is answered in format f.
-func (s *Server) translatedJSON(w http.ResponseWriter, r *http.Request, x *exchange, f format, answer func(chatBody []byte) ([]byte, error)) {
+// client; a failure is answered in format f. answer also returns the
+// backend's usage (nil when none), which it reads as it translates.
+func (s *Server) translatedJSON(w http.ResponseWriter, r *http.Request, x *exchange, f format, answer func(chatBody []byte) ([]byte, *chat.Usage, error)) {
 	resp, err := s.send(x)
 	route := x.route
 	if err != nil {
@@ -69,8 +71,8 @@ func (s *Server) translatedJSON(w http.ResponseWriter, r *http.Request, x *excha
 		s.translatedBackendError(w, r, err, route, f)
 		return
 	}
-	noteUsage(w, chat.ParseUsage(b))
-	out, err := answer(b)
+	out, usage, err := answer(b)
+	noteUsage(w, usage)
 	bufpool.Put(b)
 	if err != nil {
 		f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), route.apiKey)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -168,15 +169,8 @@ func TestNativeSDKToolRoundTrip(t *testing.T) {
 // anthropic-beta pass, the client's key does not.
 func TestNativeBodyBytes(t *testing.T) {
 	h := newNativeHarness(t, harnessOptions{})
-	raw, err := fixtures.ClientRequest("02-tool-turn-request.json")
+	f, err := fixtures.ClientCapture("02-tool-turn-request.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Headers map[string]string `json:"headers"`
-		Body    json.RawMessage   `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
 	var compact bytes.Buffer
@@ -349,40 +343,100 @@ func TestNativeCountTokens(t *testing.T) {
 	}
 }
 
+// chatCompletionJSON is a Chat completion's model, message (content,
+// reasoning_content, tool calls with their arguments as sent), finish
+// reason and usage as JSON, for exact comparisons. reasoning is the
+// reasoning_content to report: the SDK's message has no field for it.
+func chatCompletionJSON(c *openai.ChatCompletion, reasoning string) string {
+	type call struct{ ID, Name, Arguments string }
+	out := map[string]any{"model": c.Model, "choices": len(c.Choices)}
+	if len(c.Choices) > 0 {
+		m := c.Choices[0].Message
+		calls := []call{}
+		for _, tc := range m.ToolCalls {
+			calls = append(calls, call{tc.ID, tc.Function.Name, tc.Function.Arguments})
+		}
+		out["content"], out["reasoning_content"], out["tool_calls"], out["finish"] = m.Content, reasoning, calls, c.Choices[0].FinishReason
+	}
+	out["usage"] = []int64{c.Usage.PromptTokens, c.Usage.CompletionTokens}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// extraString is a field the SDK has no member for, as a string ("" when
+// absent or null).
+func extraString(fields map[string]respjson.Field, name string) string {
+	var s string
+	if f, ok := fields[name]; ok {
+		json.Unmarshal([]byte(f.Raw()), &s)
+	}
+	return s
+}
+
 // TestNativeChatSDK: the Chat SDK on a vendora/ alias, translated to the
-// Messages format and back; the stream accumulator gives exactly what the
-// non-stream call gives.
+// Messages format and back: a tool call, two parallel tool calls, and a
+// thinking block (reasoning_content) before two parallel calls. The
+// non-stream answer and the SDK's stream accumulator (with the
+// reasoning_content deltas joined beside it) each give exactly the
+// expected completion, tool call ids, names and arguments included.
 func TestNativeChatSDK(t *testing.T) {
 	h := newNativeHarness(t, harnessOptions{})
 	client := chatClient(h, clientKey)
-	params := chatParams("local-model", "stub:tool")
-	params.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-		Name: "Bash", Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}},
-	})}
-	whole, err := client.Chat.Completions.New(context.Background(), params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
-	var acc openai.ChatCompletionAccumulator
-	for stream.Next() {
-		acc.AddChunk(stream.Current())
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for name, c := range map[string]*openai.ChatCompletion{"non-stream": whole, "stream": &acc.ChatCompletion} {
-		if len(c.Choices) != 1 || c.Model != "local-model" || c.Choices[0].FinishReason != "tool_calls" || len(c.Choices[0].Message.ToolCalls) != 1 {
-			t.Fatalf("%s: %+v", name, c)
+	// The stub's non-stream answer holds the input as a JSON value (its
+	// arguments come out compact); its stream sends the arguments as the
+	// model wrote them, in two input_json_delta fragments.
+	cases := []struct{ prompt, whole, streamed string }{{
+		"stub:tool",
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\":\"stub-command\"}"}],"usage":[1,8]}`,
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\": \"stub-command\"}"}],"usage":[1,8]}`,
+	}, {
+		"stub:parallel",
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\":\"stub-command\"}"},{"ID":"toolu_stub_2","Name":"Bash","Arguments":"{\"command\":\"stub2-command\"}"}],"usage":[1,16]}`,
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\": \"stub-command\"}"},{"ID":"toolu_stub_2","Name":"Bash","Arguments":"{\"command\": \"stub2-command\"}"}],"usage":[1,16]}`,
+	}, {
+		"stub:thinking stub:parallel",
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"Two calls are needed.","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\":\"stub-command\"}"},{"ID":"toolu_stub_2","Name":"Bash","Arguments":"{\"command\":\"stub2-command\"}"}],"usage":[2,20]}`,
+		`{"choices":1,"content":"","finish":"tool_calls","model":"local-model","reasoning_content":"Two calls are needed.","tool_calls":[{"ID":"toolu_stub_1","Name":"Bash","Arguments":"{\"command\": \"stub-command\"}"},{"ID":"toolu_stub_2","Name":"Bash","Arguments":"{\"command\": \"stub2-command\"}"}],"usage":[2,20]}`,
+	}, {
+		"stub:thinking",
+		`{"choices":1,"content":"Hello from stub-backend. You said: stub:thinking","finish":"stop","model":"local-model","reasoning_content":"Two calls are needed.","tool_calls":[],"usage":[1,10]}`,
+		`{"choices":1,"content":"Hello from stub-backend. You said: stub:thinking","finish":"stop","model":"local-model","reasoning_content":"Two calls are needed.","tool_calls":[],"usage":[1,10]}`,
+	}}
+	for _, tc := range cases {
+		params := chatParams("local-model", tc.prompt)
+		params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		params.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: "Bash", Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}},
+		})}
+		whole, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model: params.Model, Messages: params.Messages, MaxTokens: params.MaxTokens, Tools: params.Tools,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		tc := c.Choices[0].Message.ToolCalls[0]
-		var args bytes.Buffer
-		json.Compact(&args, []byte(tc.Function.Arguments))
-		if tc.ID != "toolu_stub_1" || tc.Function.Name != "Bash" || args.String() != `{"command":"stub-command"}` {
-			t.Errorf("%s: tool call %+v", name, tc)
+		if got := chatCompletionJSON(whole, extraString(whole.Choices[0].Message.JSON.ExtraFields, "reasoning_content")); got != tc.whole {
+			t.Errorf("%s: non-stream\n got %s\nwant %s", tc.prompt, got, tc.whole)
+		}
+		stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+		var acc openai.ChatCompletionAccumulator
+		var reasoning strings.Builder
+		for stream.Next() {
+			chunk := stream.Current()
+			if !acc.AddChunk(chunk) {
+				t.Fatalf("%s: the accumulator refused chunk %s", tc.prompt, chunk.RawJSON())
+			}
+			for _, c := range chunk.Choices {
+				reasoning.WriteString(extraString(c.Delta.JSON.ExtraFields, "reasoning_content"))
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := chatCompletionJSON(&acc.ChatCompletion, reasoning.String()); got != tc.streamed {
+			t.Errorf("%s: accumulated\n got %s\nwant %s", tc.prompt, got, tc.streamed)
 		}
 	}
-	if reqs := nativeRequests(t, h); len(reqs) != 2 || !strings.Contains(string(reqs[0].Body), `"input_schema"`) {
+	if reqs := nativeRequests(t, h); len(reqs) != 2*len(cases) || !strings.Contains(string(reqs[0].Body), `"input_schema"`) {
 		t.Fatalf("the backend did not get Messages requests: %+v", reqs)
 	}
 }

@@ -53,6 +53,49 @@ type answer struct {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	s.serve(w, r, &req, writeError, func() (done bool) {
+		if req.Model == "" || len(req.Messages) == 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "model and messages are required")
+			return true
+		}
+		if s.opts.StrictModel && req.Model != s.opts.Model {
+			writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+req.Model+"` does not exist.")
+			return true
+		}
+		if msg := s.overWindow(&req); msg != "" {
+			writeError(w, http.StatusBadRequest, "BadRequestError", msg)
+			return true
+		}
+		now := time.Now()
+		if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+			b, _ := fixtures.Backend("error-loading-503.json")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write(b)
+			return true
+		}
+		if !sleep(r, s.coldWait(now)) || !sleep(r, s.opts.FirstTokenDelay) {
+			return false
+		}
+		a := decide(&req)
+		if s.opts.NoTools && len(a.calls) > 0 {
+			a.calls, a.finish = nil, "stop"
+			a.text = "I would rather describe what I would do than call a tool."
+		}
+		if req.Stream {
+			return s.stream(w, r, &req, &a)
+		}
+		s.respond(w, &req, &a)
+		return true
+	})
+}
+
+// serve reads and records a request, decodes its JSON body into req and
+// runs answer, which reports whether it answered to the end (false: the
+// client went away); the record says so. A body that is not JSON gets a
+// 400 written by fail, in the format's own error shape.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, req any, fail func(w http.ResponseWriter, status int, typ, msg string), answer func() (done bool)) {
 	body, err := io.ReadAll(r.Body)
 	i := s.record(r, body)
 	cancelled := true
@@ -60,50 +103,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(body, req); err != nil {
 		cancelled = false
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad JSON: "+err.Error())
+		fail(w, http.StatusBadRequest, "invalid_request_error", "bad JSON: "+err.Error())
 		return
 	}
-	if req.Model == "" || len(req.Messages) == 0 {
-		cancelled = false
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "model and messages are required")
-		return
-	}
-	if s.opts.StrictModel && req.Model != s.opts.Model {
-		cancelled = false
-		writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+req.Model+"` does not exist.")
-		return
-	}
-	if msg := s.overWindow(&req); msg != "" {
-		cancelled = false
-		writeError(w, http.StatusBadRequest, "BadRequestError", msg)
-		return
-	}
-	now := time.Now()
-	if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
-		cancelled = false
-		b, _ := fixtures.Backend("error-loading-503.json")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write(b)
-		return
-	}
-	if !sleep(r, s.coldWait(now)) || !sleep(r, s.opts.FirstTokenDelay) {
-		return
-	}
-	a := decide(&req)
-	if s.opts.NoTools && len(a.calls) > 0 {
-		a.calls, a.finish = nil, "stop"
-		a.text = "I would rather describe what I would do than call a tool."
-	}
-	if req.Stream {
-		cancelled = !s.stream(w, r, &req, &a)
-	} else {
-		cancelled = false
-		s.respond(w, &req, &a)
-	}
+	cancelled = !answer()
 }
 
 // overWindow is vLLM's refusal of a request over ContextWindow, or "".
@@ -157,6 +162,11 @@ func decide(req *chatRequest) answer {
 		a.text = "Got the tool result: " + clip(toolResultText(req.Messages), 200)
 	default:
 		a.text = "Hello from stub-backend. You said: " + clip(last, 80)
+	}
+	// stub:thinking puts a thinking step before any other answer (tool
+	// calls included), as a thinking model does.
+	if strings.Contains(last, "stub:thinking") && a.reasoning == "" {
+		a.reasoning, a.reasoningField = "Two calls are needed.", "reasoning_content"
 	}
 	if len(a.calls) > 0 {
 		a.finish = "tool_calls"
@@ -272,22 +282,18 @@ func contentText(raw json.RawMessage) string {
 	return b.String()
 }
 
-func lastUserText(msgs []chatMessage) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return contentText(msgs[i].Content)
-		}
-	}
-	return ""
-}
+func lastUserText(msgs []chatMessage) string { return lastText(msgs, "user") }
 
 func hasToolResult(msgs []chatMessage) bool {
 	return len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" || (len(msgs) > 1 && msgs[len(msgs)-2].Role == "tool")
 }
 
-func toolResultText(msgs []chatMessage) string {
+func toolResultText(msgs []chatMessage) string { return lastText(msgs, "tool") }
+
+// lastText is the text of the last message in role, or "".
+func lastText(msgs []chatMessage, role string) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
+		if msgs[i].Role == role {
 			return contentText(msgs[i].Content)
 		}
 	}

@@ -107,47 +107,33 @@ func writeMessagesError(w http.ResponseWriter, status int, typ, msg string) {
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	i := s.record(r, body)
-	cancelled := true
-	defer func() { s.finish(i, cancelled) }()
-	if err != nil {
-		return
-	}
 	var m messagesRequest
-	if err := json.Unmarshal(body, &m); err != nil {
-		cancelled = false
-		writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "bad JSON: "+err.Error())
-		return
-	}
-	if m.Model == "" || len(m.Messages) == 0 || m.MaxTokens == nil {
-		cancelled = false
-		writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "model, messages and max_tokens are required")
-		return
-	}
-	now := time.Now()
-	if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
-		cancelled = false
-		writeMessagesError(w, http.StatusServiceUnavailable, "overloaded_error", "Loading model")
-		return
-	}
-	if !sleep(r, s.coldWait(now)) || !sleep(r, s.opts.FirstTokenDelay) {
-		return
-	}
-	req := m.asChat()
-	a := decide(&req)
-	if a.fixture != "" {
-		cancelled = false
-		writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "stub:fixture replays Chat streams only")
-		return
-	}
-	if m.Stream {
-		cancelled = !s.messagesStream(w, r, &m, &a)
-		return
-	}
-	cancelled = false
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(messageOf(&m, &a))
+	s.serve(w, r, &m, writeMessagesError, func() (done bool) {
+		if m.Model == "" || len(m.Messages) == 0 || m.MaxTokens == nil {
+			writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "model, messages and max_tokens are required")
+			return true
+		}
+		now := time.Now()
+		if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+			writeMessagesError(w, http.StatusServiceUnavailable, "overloaded_error", "Loading model")
+			return true
+		}
+		if !sleep(r, s.coldWait(now)) || !sleep(r, s.opts.FirstTokenDelay) {
+			return false
+		}
+		req := m.asChat()
+		a := decide(&req)
+		if a.fixture != "" {
+			writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "stub:fixture replays Chat streams only")
+			return true
+		}
+		if m.Stream {
+			return s.messagesStream(w, r, &m, &a)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(messageOf(&m, &a))
+		return true
+	})
 }
 
 func (s *Server) countMessageTokens(w http.ResponseWriter, r *http.Request) {

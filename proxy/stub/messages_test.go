@@ -10,21 +10,12 @@ import (
 	"testing"
 )
 
-func postMessages(t *testing.T, url, body string) *http.Response {
-	t.Helper()
-	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
-}
-
 const bashTool = `"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}]`
 
 func TestMessagesOnlyWithProtocol(t *testing.T) {
 	srv := httptest.NewServer(New(Options{}))
 	defer srv.Close()
-	resp := postMessages(t, srv.URL, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`)
+	resp := postJSON(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("a Chat-only stub answered /v1/messages with %d", resp.StatusCode)
@@ -34,7 +25,7 @@ func TestMessagesOnlyWithProtocol(t *testing.T) {
 func TestMessagesAnswer(t *testing.T) {
 	srv := httptest.NewServer(New(Options{Protocol: ProtocolMessages}))
 	defer srv.Close()
-	resp := postMessages(t, srv.URL, `{"model":"m","max_tokens":99,"messages":[{"role":"user","content":[{"type":"text","text":"stub:reasoning stub:tool"}]}],`+bashTool+`}`)
+	resp := postJSON(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":99,"messages":[{"role":"user","content":[{"type":"text","text":"stub:reasoning stub:tool"}]}],`+bashTool+`}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	want := `{"content":[{"id":"toolu_stub_1","input":{"command":"stub-command"},"name":"Bash","type":"tool_use"}],"id":"msg_stub","model":"m","role":"assistant","stop_reason":"tool_use","stop_sequence":null,"type":"message","usage":{"input_tokens":2,"output_tokens":8}}`
@@ -46,7 +37,7 @@ func TestMessagesAnswer(t *testing.T) {
 func TestMessagesStreamEvents(t *testing.T) {
 	srv := httptest.NewServer(New(Options{Protocol: ProtocolMessages, Events: 2}))
 	defer srv.Close()
-	resp := postMessages(t, srv.URL, `{"model":"m","max_tokens":99,"stream":true,"messages":[{"role":"user","content":"stub:reasoning"}]}`)
+	resp := postJSON(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":99,"stream":true,"messages":[{"role":"user","content":"stub:reasoning"}]}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var names []string
@@ -70,10 +61,7 @@ func TestMessagesStreamEvents(t *testing.T) {
 func TestMessagesCountTokens(t *testing.T) {
 	srv := httptest.NewServer(New(Options{Protocol: ProtocolMessages}))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+"/v1/messages/count_tokens", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"one two three"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postJSON(t, srv.URL+"/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"one two three"}]}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if strings.TrimSpace(string(b)) != `{"input_tokens":3}` {

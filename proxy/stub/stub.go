@@ -11,6 +11,7 @@
 //	stub:parallel        two calls of the first offered tool, fragments interleaved
 //	stub:reasoning       reasoning in the "reasoning" field, then text
 //	stub:reasoning_content  the same in "reasoning_content"
+//	stub:thinking        with another marker: reasoning_content (a thinking block) before that answer, tool calls included
 //	stub:fixture:NAME    replays backends/NAME from package fixtures verbatim (streams)
 //	stub:error-midstream text, then an error object in the stream
 //	stub:die             text, then the connection is cut

@@ -161,10 +161,7 @@ func TestChatStreamLineTooLong(t *testing.T) {
 // a "model" member relay unchanged.
 func FuzzChatStream(f *testing.F) {
 	for _, name := range fixtures.BackendStreams() {
-		b, err := fixtures.Backend(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := fixture(f, name)
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {

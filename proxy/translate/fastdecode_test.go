@@ -90,13 +90,7 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 // result, it agrees with jsonv2.
 func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"text"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"source":{"type":"x"}`, `,"is_error":true`, `,"name":"n"`}
-	seed := uint64(11)
-	next := func(n int) int {
-		seed ^= seed << 13
-		seed ^= seed >> 7
-		seed ^= seed << 17
-		return int(seed % uint64(n))
-	}
+	next := xorshift(11)
 	var bodies [][]byte
 	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
 		bodies = append(bodies, clientBody(t, name))

@@ -21,6 +21,46 @@ var fuzzMessagesSeeds = []string{
 	req(`"messages":[{"role":"user","content":"\u00e9\ud83d\ude00 \\ \" </"}]`),
 }
 
+// fuzzOutput checks what a request translator made of a fuzzed body: an
+// error must be a *RequestError (fuzzOutput then reports false: there is no
+// output to check); otherwise the body must be valid JSON and, unless out
+// is nil, decode into out. opts are the JSON options (AllowDuplicateNames
+// where the translator keeps the client's bytes).
+func fuzzOutput(t *testing.T, br BackendRequest, err error, out any, opts ...jsontext.Options) bool {
+	t.Helper()
+	if err != nil {
+		var re *RequestError
+		if !errors.As(err, &re) {
+			t.Fatalf("error is not a *RequestError: %v", err)
+		}
+		return false
+	}
+	if !jsontext.Value(br.Body).IsValid(opts...) {
+		t.Fatalf("invalid JSON out:\n%s", br.Body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(br.Body, out, opts...); err != nil {
+			t.Fatalf("output does not decode as %T: %v\n%s", out, err, br.Body)
+		}
+	}
+	return true
+}
+
+// checkChatRoles checks a translated Chat request's roles: no system
+// message for a backend without a system role, and no two turns in a row
+// of the same role but tool.
+func checkChatRoles(t *testing.T, out *chat.Request, systemRole bool, body []byte) {
+	t.Helper()
+	for i, m := range out.Messages {
+		if !systemRole && m.Role == "system" {
+			t.Fatalf("system message %d reached a backend without a system role", i)
+		}
+		if i > 0 && m.Role == out.Messages[i-1].Role && m.Role != "tool" {
+			t.Fatalf("roles do not alternate at %d: %s", i, body)
+		}
+	}
+}
+
 func FuzzMessagesToChat(f *testing.F) {
 	for _, name := range fixtures.ClientRequests() {
 		f.Add(clientBody(f, name), false, 32768)
@@ -32,28 +72,11 @@ func FuzzMessagesToChat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		tgt := Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut}
 		br, err := MessagesToChat(body, resolverFor(tgt))
-		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error is not a *RequestError: %v", err)
-			}
+		var out chat.Request
+		if !fuzzOutput(t, br, err, &out) {
 			return
 		}
-		if !jsontext.Value(br.Body).IsValid() {
-			t.Fatalf("invalid JSON out:\n%s", br.Body)
-		}
-		var out chat.Request
-		if err := json.Unmarshal(br.Body, &out); err != nil {
-			t.Fatalf("output does not decode as a Chat request: %v\n%s", err, br.Body)
-		}
-		for i, m := range out.Messages {
-			if !systemRole && m.Role == "system" {
-				t.Fatalf("system message %d reached a backend without a system role", i)
-			}
-			if i > 0 && m.Role == out.Messages[i-1].Role && m.Role != "tool" {
-				t.Fatalf("roles do not alternate at %d: %s", i, br.Body)
-			}
-		}
+		checkChatRoles(t, &out, systemRole, br.Body)
 		if maxOut > 0 && (out.MaxTokens == nil || *out.MaxTokens > int64(maxOut)) {
 			t.Fatalf("max_tokens %v over the limit %d", out.MaxTokens, maxOut)
 		}
@@ -71,17 +94,7 @@ func FuzzChatToChat(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[{"role":"system","content":[{"type":"text","text":"S"}]},{"role":"user","content":"q","name":"n"},{"role":"developer","content":"d"}],"max_tokens":99999}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool) {
 		br, err := ChatToChat(body, resolverFor(Target{BackendModel: "m", SupportsSystemMessage: systemRole, MaxOutputTokens: 100}))
-		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error is not a *RequestError: %v", err)
-			}
-			return
-		}
-		if !jsontext.Value(br.Body).IsValid(jsontext.AllowDuplicateNames(true)) {
-			t.Fatalf("invalid JSON out:\n%s", br.Body)
-		}
-		if systemRole {
+		if !fuzzOutput(t, br, err, nil, jsontext.AllowDuplicateNames(true)) || systemRole {
 			return
 		}
 		var out struct {
@@ -105,10 +118,7 @@ func FuzzChatToMessages(f *testing.F) {
 	f.Add([]byte(`{"id":"x","model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":9}}}`))
 	// Every chunk of the backend stream fixtures is a Chat-shaped object too.
 	for _, name := range fixtures.BackendStreams() {
-		b, err := fixtures.Backend(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := fixture(f, name)
 		for _, line := range bytes.Split(b, []byte("\n")) {
 			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && len(data) > 0 && data[0] == '{' {
 				f.Add(data)

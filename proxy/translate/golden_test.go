@@ -20,20 +20,42 @@ import (
 // compacted as the client sends it.
 func clientBody(t testing.TB, name string) []byte {
 	t.Helper()
-	raw, err := fixtures.ClientRequest(name)
+	c, err := fixtures.ClientCapture(name)
+	return compacted(t, c.Body, err)
+}
+
+// compacted returns a fixture read with error err, compacted.
+func compacted(t testing.TB, raw []byte, err error) []byte {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Body jsontext.Value `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Body.Compact(); err != nil {
-		t.Fatal(err)
+	return v
+}
+
+// golden compares got with the golden file at path; with -update it
+// writes the file first.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updatingGolden() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return f.Body
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update after checking the change):\n got:\n%s", path, got)
+	}
 }
 
 // Targets of the golden tests: a local model without a system role and a
@@ -51,14 +73,20 @@ var goldenTargets = []struct {
 // compares the Chat body (indented) with testdata/request/NAME.SUFFIX.json.
 // go test ./proxy/translate -run Golden -update rewrites them.
 func TestMessagesToChatGolden(t *testing.T) {
-	names := fixtures.ClientRequests()
-	if len(names) < 3 {
-		t.Fatalf("only %d client fixtures", len(names))
+	requestGolden(t, filepath.Join("testdata", "request"), fixtures.ClientRequests(), 3, clientBody, MessagesToChat)
+}
+
+// requestGolden translates each named fixture (at least `least` of them; body
+// reads one) for every golden target and compares the Chat body (indented)
+// with dir/NAME.SUFFIX.json.
+func requestGolden(t *testing.T, dir string, names []string, least int, body func(testing.TB, string) []byte, translate func([]byte, Resolver) (BackendRequest, error)) {
+	if len(names) < least {
+		t.Fatalf("only %d fixtures", len(names))
 	}
 	for _, name := range names {
 		for _, gt := range goldenTargets {
 			t.Run(name+"/"+gt.suffix, func(t *testing.T) {
-				br, err := MessagesToChat(clientBody(t, name), resolverFor(gt.target))
+				br, err := translate(body(t, name), resolverFor(gt.target))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -66,22 +94,7 @@ func TestMessagesToChatGolden(t *testing.T) {
 				if err := got.Indent(); err != nil {
 					t.Fatalf("output is not valid JSON: %v", err)
 				}
-				path := filepath.Join("testdata", "request", strings.TrimSuffix(name, ".json")+"."+gt.suffix+".json")
-				if updatingGolden() {
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if !bytes.Equal(append(got, '\n'), want) {
-					t.Errorf("output differs from %s (run with -update after checking the change)", path)
-				}
+				golden(t, filepath.Join(dir, strings.TrimSuffix(name, ".json")+"."+gt.suffix+".json"), append(got, '\n'))
 			})
 		}
 	}

@@ -131,19 +131,9 @@ func FuzzMessagesToMessages(f *testing.F) {
 		tgt := tgtNative
 		tgt.MaxOutputTokens = maxOut
 		br, err := MessagesToMessages(body, resolverFor(tgt))
-		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error is not a *RequestError: %v", err)
-			}
-			return
-		}
-		if !jsontext.Value(br.Body).IsValid(jsontext.AllowDuplicateNames(true)) {
-			t.Fatalf("invalid JSON out:\n%s\nin:\n%s", br.Body, body)
-		}
 		var out map[string]jsontext.Value
-		if err := json.Unmarshal(br.Body, &out, jsontext.AllowDuplicateNames(true)); err != nil {
-			t.Fatalf("output is not an object: %v", err)
+		if !fuzzOutput(t, br, err, &out, jsontext.AllowDuplicateNames(true)) {
+			return
 		}
 		for _, k := range strings.Split(tgt.DropParams, ",") {
 			if _, ok := out[k]; ok {

@@ -14,18 +14,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-func init() {
-	// -update rewrites golden files. stream_test.go may define the flag
-	// already (package variables initialise before init functions run).
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
+// update rewrites the golden files: go test ./proxy/translate -run Golden -update
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-func updatingGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
+func updatingGolden() bool { return *update }
 
 // Targets used by the request tests.
 var (

@@ -27,9 +27,16 @@ const RawArgumentsKey = "raw_arguments"
 // choice is used. A body that is not a Chat response is an error (not a
 // *RequestError: the backend is at fault).
 func ChatToMessages(chatBody []byte, alias string) ([]byte, error) {
+	out, _, err := ChatToMessagesWithUsage(chatBody, alias)
+	return out, err
+}
+
+// ChatToMessagesWithUsage is ChatToMessages that also returns the backend's
+// usage (nil when it sent none), read in the same decode.
+func ChatToMessagesWithUsage(chatBody []byte, alias string) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
 	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
-		return nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
+		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
 	}
 	out := messages.Response{
 		ID:      MessageID(resp.ID),
@@ -80,9 +87,9 @@ func ChatToMessages(chatBody []byte, alias string) ([]byte, error) {
 	out.Usage = MapUsage(resp.Usage)
 	b, err := json.Marshal(&out, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
-		return nil, fmt.Errorf("translate: encoding the message: %w", err)
+		return nil, nil, fmt.Errorf("translate: encoding the message: %w", err)
 	}
-	return b, nil
+	return b, resp.Usage, nil
 }
 
 // MapFinishReason maps a Chat finish_reason to a Messages stop_reason:

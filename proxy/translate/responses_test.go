@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,58 +22,17 @@ import (
 func codexBody(t testing.TB, name string) []byte {
 	t.Helper()
 	raw, err := fixtures.CodexRequest(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := jsontext.Value(raw)
-	if err := v.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if updatingGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update after checking the change)", path)
-	}
+	return compacted(t, raw, err)
 }
 
 // TestResponsesToChatGolden translates every recorded Codex request and
 // compares the Chat body (indented) with
 // testdata/responses/request/NAME.SUFFIX.json.
 func TestResponsesToChatGolden(t *testing.T) {
-	names := fixtures.CodexRequests()
-	if len(names) < 5 {
-		t.Fatalf("only %d Codex fixtures", len(names))
-	}
-	for _, name := range names {
-		for _, gt := range goldenTargets {
-			t.Run(name+"/"+gt.suffix, func(t *testing.T) {
-				br, _, err := ResponsesToChat(codexBody(t, name), resolverFor(gt.target))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := jsontext.Value(bytes.Clone(br.Body))
-				if err := got.Indent(); err != nil {
-					t.Fatalf("output is not valid JSON: %v", err)
-				}
-				golden(t, filepath.Join("testdata", "responses", "request", strings.TrimSuffix(name, ".json")+"."+gt.suffix+".json"), append(got, '\n'))
-			})
-		}
-	}
+	requestGolden(t, filepath.Join("testdata", "responses", "request"), fixtures.CodexRequests(), 5, codexBody, func(body []byte, res Resolver) (BackendRequest, error) {
+		br, _, err := ResponsesToChat(body, res)
+		return br, err
+	})
 }
 
 // TestResponsesToChatCodex checks the translated Codex requests rule by
@@ -241,7 +199,7 @@ func TestChatToResponses(t *testing.T) {
 			`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := ChatToResponses([]byte(c.chatBody), "alias", "resp_t", 7, call)
+			out, _, err := ChatToResponses([]byte(c.chatBody), "alias", "resp_t", 7, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +211,7 @@ func TestChatToResponses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ChatToResponses([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
+	if _, _, err := ChatToResponses([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
 		t.Error("a non-Chat body was accepted")
 	}
 }
@@ -261,22 +219,8 @@ func TestChatToResponses(t *testing.T) {
 // runResponsesStream translates a backend stream fed in pieces cut at the
 // given offsets, as the server does.
 func runResponsesStream(in []byte, cuts []int, call *ResponsesCall) []byte {
-	s := NewResponsesStream("alias", "resp_t", 7, call, 42)
-	out := s.Start(nil)
-	prev := 0
-	for _, c := range append(cuts, len(in)) {
-		var err error
-		if out, err = s.Feed(out, in[prev:c]); err != nil {
-			msg := err.Error()
-			var be *BackendError
-			if errors.As(err, &be) {
-				msg = be.Message
-			}
-			return s.Fail(out, responses.ServerError, msg)
-		}
-		prev = c
-	}
-	return s.Finish(out)
+	out, _ := feedCut(NewResponsesStream("alias", "resp_t", 7, call, 42), in, cuts, responses.ServerError)
+	return out
 }
 
 // TestResponsesStreamGolden feeds every backend fixture whole and in random
@@ -515,25 +459,11 @@ func FuzzResponsesToChat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		tgt := Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut}
 		br, call, err := ResponsesToChat(body, resolverFor(tgt))
-		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error is not a *RequestError: %v", err)
-			}
+		var out chat.Request
+		if !fuzzOutput(t, br, err, &out) {
 			return
 		}
-		var out chat.Request
-		if err := json.Unmarshal(br.Body, &out); err != nil {
-			t.Fatalf("output does not decode as a Chat request: %v\n%s", err, br.Body)
-		}
-		for i, m := range out.Messages {
-			if !systemRole && m.Role == "system" {
-				t.Fatalf("system message %d reached a backend without a system role", i)
-			}
-			if i > 0 && m.Role == out.Messages[i-1].Role && m.Role != "tool" {
-				t.Fatalf("roles do not alternate at %d: %s", i, br.Body)
-			}
-		}
+		checkChatRoles(t, &out, systemRole, br.Body)
 		if maxOut > 0 && out.MaxTokens != nil && *out.MaxTokens > int64(maxOut) {
 			t.Fatalf("max_tokens %v over the limit %d", *out.MaxTokens, maxOut)
 		}
@@ -547,10 +477,7 @@ func FuzzResponsesToChat(f *testing.F) {
 
 func FuzzResponsesStream(f *testing.F) {
 	for _, name := range fixtures.BackendStreams() {
-		b, err := fixtures.Backend(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := fixture(f, name)
 		f.Add(b, uint16(7))
 	}
 	f.Add(chunks(toolChunk(tc(0, "c1", "apply_patch", `{"input":"x`)), toolChunk(tc(0, "c2", "f", `{}`)), textChunk("content", "t")), uint16(3))
@@ -584,7 +511,7 @@ func FuzzChatToResponses(f *testing.F) {
 	f.Add([]byte(chatResp(`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]}`, `"length"`, "")))
 	call := customCall()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := ChatToResponses(body, "alias", "resp_t", 7, call)
+		out, _, err := ChatToResponses(body, "alias", "resp_t", 7, call)
 		if err != nil {
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
@@ -235,19 +234,9 @@ func FuzzChatToMessagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[{"role":"user","content":"hi"}],"stream":true,"parallel_tool_calls":false}`), 100)
 	f.Fuzz(func(t *testing.T, body []byte, maxOut int) {
 		br, err := ChatToMessagesRequest(body, resolverFor(Target{BackendModel: "m", MaxOutputTokens: maxOut}))
-		if err != nil {
-			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error is not a *RequestError: %v", err)
-			}
-			return
-		}
-		if !jsontext.Value(br.Body).IsValid() {
-			t.Fatalf("invalid JSON out:\n%s", br.Body)
-		}
 		var out messages.Request
-		if err := json.Unmarshal(br.Body, &out); err != nil {
-			t.Fatalf("output does not decode as a Messages request: %v\n%s", err, br.Body)
+		if !fuzzOutput(t, br, err, &out) {
+			return
 		}
 		if out.Model != "m" || out.MaxTokens == nil || *out.MaxTokens < 1 || (maxOut > 0 && *out.MaxTokens > int64(maxOut)) {
 			t.Fatalf("model %q max_tokens %v (limit %d)", out.Model, out.MaxTokens, maxOut)

@@ -47,17 +47,22 @@ func BenchmarkScanChatRequest(b *testing.B) {
 	})
 }
 
-// Random short inputs over an alphabet of JSON's troublesome bytes, with a
-// fixed seed: the scanner and jsontext agree on every one.
-func TestScannerMatchesJSONTextRandom(t *testing.T) {
-	alphabet := []string{`"`, `\`, `u`, `d8`, `dc`, `00`, `0`, `1`, `-`, `+`, `.`, `e`, `{`, `}`, `[`, `]`, `:`, `,`, ` `, "\n", "\t", "\x01", "\x7f", "\xc3\xa9", "\xe2\x82", "\xff", `true`, `null`, `a`, `"a"`, `"b":`, `\"`, `\n`, `\u00e9`, `\ud83d\ude00`}
-	seed := uint64(7)
-	next := func(n int) int {
+// xorshift returns a repeatable pseudo-random source from seed: each call
+// gives a number in [0, n).
+func xorshift(seed uint64) func(n int) int {
+	return func(n int) int {
 		seed ^= seed << 13
 		seed ^= seed >> 7
 		seed ^= seed << 17
 		return int(seed % uint64(n))
 	}
+}
+
+// Random short inputs over an alphabet of JSON's troublesome bytes, with a
+// fixed seed: the scanner and jsontext agree on every one.
+func TestScannerMatchesJSONTextRandom(t *testing.T) {
+	alphabet := []string{`"`, `\`, `u`, `d8`, `dc`, `00`, `0`, `1`, `-`, `+`, `.`, `e`, `{`, `}`, `[`, `]`, `:`, `,`, ` `, "\n", "\t", "\x01", "\x7f", "\xc3\xa9", "\xe2\x82", "\xff", `true`, `null`, `a`, `"a"`, `"b":`, `\"`, `\n`, `\u00e9`, `\ud83d\ude00`}
+	next := xorshift(7)
 	for range 200000 {
 		var sb strings.Builder
 		if next(2) == 0 {
@@ -74,6 +79,29 @@ func TestScannerMatchesJSONTextRandom(t *testing.T) {
 		}
 		if want := jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true)); (err == nil) != want {
 			t.Fatalf("%q: scanner error %v, jsontext valid %v", b, err, want)
+		}
+	}
+}
+
+// The first pass of str stops at the first byte that is not plain text,
+// eight bytes a turn: every kind of such byte, at every offset around its
+// word and shortString boundaries, gives jsontext's verdict and end.
+func TestScannerStringBoundaries(t *testing.T) {
+	kinds := []string{`"`, `\n`, `\u00e9`, `\x`, "\x01", "\x7f", "é", "\xe2\x82\xac", "\xff", "\xe2\x82"}
+	for at := 0; at <= 2*shortString+9; at++ {
+		for _, k := range kinds {
+			for _, tail := range []string{`"`, `abc"`, ``, `", 1`} {
+				b := []byte(`"` + strings.Repeat("a", at) + k + tail)
+				sc := scanner{b: b}
+				raw, err := sc.value()
+				want := jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true))
+				if got := err == nil && sc.ws() == 0; got != want {
+					t.Fatalf("%q: scanner error %v (rest %q), jsontext valid %v", b, err, b[sc.i:], want)
+				}
+				if err == nil && !jsontext.Value(raw).IsValid() {
+					t.Fatalf("%q: the scanner's value %q is not a JSON string", b, raw)
+				}
+			}
 		}
 	}
 }

@@ -3,11 +3,9 @@ package translate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,19 +21,30 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
-// update rewrites golden files: go test ./proxy/translate -run TestStreamGolden -update
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
 const (
 	testAlias = "claude-sonnet-test"
 	testMsgID = "msg_test"
 )
 
 // runStream translates a backend stream fed in pieces cut at the given
-// offsets, as the server does: Feed each piece, then Finish, or Fail when
-// Feed reports an error. It returns the events and Feed's error.
+// offsets. It returns the events and Feed's error.
 func runStream(in []byte, cuts []int) ([]byte, error) {
-	s := NewStream(testAlias, testMsgID, 42)
+	return feedCut(NewStream(testAlias, testMsgID, 42), in, cuts, messages.APIError)
+}
+
+// chatStreamTranslator is what the translators of a backend's Chat stream
+// (Stream, ResponsesStream) share.
+type chatStreamTranslator interface {
+	Start(dst []byte) []byte
+	Feed(dst, p []byte) ([]byte, error)
+	Finish(dst []byte) []byte
+	Fail(dst []byte, errType, message string) []byte
+}
+
+// feedCut feeds in to s in pieces cut at the given offsets, as the server
+// does: Feed each piece, then Finish, or Fail with failType when Feed
+// reports an error. It returns the events and Feed's error.
+func feedCut(s chatStreamTranslator, in []byte, cuts []int, failType string) ([]byte, error) {
 	out := s.Start(nil)
 	prev := 0
 	for _, c := range append(cuts, len(in)) {
@@ -46,7 +55,7 @@ func runStream(in []byte, cuts []int) ([]byte, error) {
 			if errors.As(err, &be) {
 				msg = be.Message
 			}
-			return s.Fail(out, messages.APIError, msg), err
+			return s.Fail(out, failType, msg), err
 		}
 		prev = c
 	}
@@ -87,22 +96,7 @@ func TestStreamGolden(t *testing.T) {
 			if err := ssecheck.Check(want); err != nil {
 				t.Fatalf("grammar: %v\n%s", err, want)
 			}
-			golden := filepath.Join("testdata", "stream", strings.TrimSuffix(name, ".sse")+".events")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if !bytes.Equal(want, g) {
-				t.Fatalf("events differ from %s:\n got:\n%s\nwant:\n%s", golden, want, g)
-			}
+			golden(t, filepath.Join("testdata", "stream", strings.TrimSuffix(name, ".sse")+".events"), want)
 
 			check := func(how string, cuts []int) {
 				t.Helper()
@@ -753,10 +747,7 @@ func TestStreamTooLargeEvent(t *testing.T) {
 // events, and they must be well formed after Finish (or Fail).
 func FuzzStream(f *testing.F) {
 	for _, name := range fixtures.BackendStreams() {
-		b, err := fixtures.Backend(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := fixture(f, name)
 		f.Add(b, uint16(len(b)/3))
 	}
 	f.Add(chunks(

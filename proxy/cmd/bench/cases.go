@@ -63,15 +63,8 @@ func (k *kase) targets(stub, floor, dragoman string) [3]target {
 // clientRequest reads the captured coding-client request: its body as it
 // is stored (byte for byte) and its headers.
 func clientRequest(name string) ([]byte, http.Header, error) {
-	raw, err := fixtures.ClientRequest(name)
+	f, err := fixtures.ClientCapture(name)
 	if err != nil {
-		return nil, nil, err
-	}
-	var f struct {
-		Headers map[string]string `json:"headers"`
-		Body    json.RawMessage   `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, nil, err
 	}
 	h := http.Header{}
