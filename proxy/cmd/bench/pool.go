@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +40,12 @@ func (r *runner) poolCompare() error {
 		}
 		stubs = append(stubs, s)
 	}
-	d, err := r.dragomanPools("dragoman-pools", map[string][]*proc{alias: stubs[:1], poolAlias: stubs})
+	pprofPort, err := procs.FreePort()
+	if err != nil {
+		return err
+	}
+	pprofURL := "http://127.0.0.1:" + itoa(pprofPort)
+	d, err := r.dragomanPools("dragoman-pools", map[string][]*proc{alias: stubs[:1], poolAlias: stubs}, "--pprof", "127.0.0.1:"+itoa(pprofPort))
 	if err != nil {
 		return err
 	}
@@ -65,9 +73,20 @@ func (r *runner) poolCompare() error {
 	var samples [2][2][]sample
 	var cpu [2][2]time.Duration
 	var sent [2][2]int
+	var allocs [2]int64
 	for round := range 2 * r.st.rounds { // cheap: twice the table's requests, for a steadier p50
 		for j := range 2 {
 			i, half := (round+j)%2, round%2
+			// Two reads in a row: what one read allocates itself (the heap
+			// profile's text grows through the run), to take off.
+			m0, err := mallocs(pprofURL)
+			if err != nil {
+				return err
+			}
+			m0b, err := mallocs(pprofURL)
+			if err != nil {
+				return err
+			}
 			before, err := procs.OnCPU(d.pid())
 			if err != nil {
 				return fmt.Errorf("reading Dragoman's CPU time: %v", err)
@@ -77,6 +96,11 @@ func (r *runner) poolCompare() error {
 			if err != nil {
 				return fmt.Errorf("reading Dragoman's CPU time: %v", err)
 			}
+			m1, err := mallocs(pprofURL)
+			if err != nil {
+				return err
+			}
+			allocs[i] += (m1 - m0b) - (m0b - m0)
 			cpu[i][half] += after - before
 			sent[i][half] += r.st.batch
 			samples[i][half] = append(samples[i][half], s[0]...)
@@ -90,12 +114,14 @@ func (r *runner) poolCompare() error {
 		lat[i] = summarize(append(slices.Clone(samples[i][0]), samples[i][1]...))
 		cpuPer[i] = perRequest(cpu[i][0]+cpu[i][1], sent[i][0]+sent[i][1])
 	}
+	allocsPer := func(i int) float64 { return float64(allocs[i]) / float64(max(sent[i][0]+sent[i][1], 1)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\npool of 3 vs single backend (small Messages request, non-stream, one session, %d requests each;\n", lat[0].n)
 	fmt.Fprintf(&b, "  one Dragoman process serving both aliases, batches of %d alternating, CPU: its on-CPU time):\n", r.st.batch)
-	fmt.Fprintf(&b, "  %-16s p50 %8s  p99 %8s  CPU/request %8s\n", ts[0].name, us(lat[0].p50), us(lat[0].p99), us(cpuPer[0]))
-	fmt.Fprintf(&b, "  %-16s p50 %8s  p99 %8s  CPU/request %8s\n", ts[1].name, us(lat[1].p50), us(lat[1].p99), us(cpuPer[1]))
-	fmt.Fprintf(&b, "  the pool adds %s p50 and %s CPU per request (target: at most 5 µs)\n", us(lat[1].p50-lat[0].p50), us(cpuPer[1]-cpuPer[0]))
+	for i, t := range ts {
+		fmt.Fprintf(&b, "  %-16s p50 %8s  p99 %8s  CPU/request %8s  allocations/request %5.1f\n", t.name, us(lat[i].p50), us(lat[i].p99), us(cpuPer[i]), allocsPer(i))
+	}
+	fmt.Fprintf(&b, "  the pool adds %s p50 and %s CPU per request (target: at most 5 µs), and %+.1f allocations\n", us(lat[1].p50-lat[0].p50), us(cpuPer[1]-cpuPer[0]), allocsPer(1)-allocsPer(0))
 	fmt.Fprintf(&b, "  the method's noise: the single backend's odd rounds vs its even ones differ by %s p50 and %s CPU per request\n",
 		us(summarize(samples[0][1]).p50-summarize(samples[0][0]).p50), us(perRequest(cpu[0][1], sent[0][1])-perRequest(cpu[0][0], sent[0][0])))
 	fmt.Print(b.String())
@@ -103,9 +129,30 @@ func (r *runner) poolCompare() error {
 	return nil
 }
 
+// mallocs is the count of heap allocations of the Dragoman whose
+// --pprof listens at url (runtime.MemStats.Mallocs, as the heap profile's
+// text form gives it): a figure that the machine's load does not move.
+func mallocs(url string) (int64, error) {
+	resp, err := http.Get(url + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		return 0, fmt.Errorf("reading Dragoman's allocation count: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("reading Dragoman's allocation count: %v", err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, "# Mallocs = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("reading Dragoman's allocation count: no '# Mallocs' in its heap profile")
+}
+
 // dragomanPools starts Dragoman with an alias per pool, each pool the
-// given stubs.
-func (r *runner) dragomanPools(name string, pools map[string][]*proc) (*proc, error) {
+// given stubs, and extra arguments.
+func (r *runner) dragomanPools(name string, pools map[string][]*proc, extra ...string) (*proc, error) {
 	var cfg strings.Builder
 	cfg.WriteString("model_list:\n")
 	for a, backends := range pools {
@@ -119,5 +166,5 @@ func (r *runner) dragomanPools(name string, pools map[string][]*proc) (*proc, er
 		return nil, err
 	}
 	return r.launch(name, []string{"PROXY_API_KEY=" + clientKey}, r.proxyBin,
-		"--config", path, "--host", "127.0.0.1", "--port", "PORT", "--log-level", "warn")
+		append([]string{"--config", path, "--host", "127.0.0.1", "--port", "PORT", "--log-level", "warn"}, extra...)...)
 }
