@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
 
@@ -108,23 +109,38 @@ func (r *runner) metricsCost(cases []*kase, stub, dm, dmOff *proc) []metricsResu
 	return out
 }
 
-// tracingOff is what tracing costs a request when it is off (no OTLP
-// endpoint): the server's calls on its nil Tracer, measured in this
-// process.
-type tracingOff struct {
+// inProcess is a cost per request measured in this process with
+// testing.Benchmark.
+type inProcess struct {
 	perRequest time.Duration
 	allocs     int64
 }
 
-func measureTracingOff() tracingOff {
-	ctx, h := context.Background(), http.Header{}
+func measure(f func()) inProcess {
 	b := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			tracing.RequestCalls(nil, ctx, h)
+			f()
 		}
 	})
-	return tracingOff{perRequest: time.Duration(b.NsPerOp()), allocs: b.AllocsPerOp()}
+	return inProcess{perRequest: time.Duration(b.NsPerOp()), allocs: b.AllocsPerOp()}
+}
+
+// measureObserve is what metrics.Observe costs one finished stream
+// request: the metrics' own work, beside the end-to-end comparison that
+// the machine's noise can swamp.
+func measureObserve() inProcess {
+	m := metrics.New(metrics.Setup{Version: "bench", Routes: []metrics.Route{{Alias: "a", Backend: "b"}}})
+	r := &metrics.Request{Endpoint: metrics.EndpointMessages, Alias: "a", Backend: "b", Status: http.StatusOK, ErrorType: metrics.ErrorNone,
+		Duration: time.Second, FirstToken: 300 * time.Millisecond, Usage: &metrics.Usage{Input: 10, Output: 20}}
+	return measure(func() { m.Observe(r) })
+}
+
+// measureTracingOff is what tracing costs a request when it is off (no
+// OTLP endpoint): the server's calls on its nil Tracer.
+func measureTracingOff() inProcess {
+	ctx, h := context.Background(), http.Header{}
+	return measure(func() { tracing.RequestCalls(nil, ctx, h) })
 }
 
 func (res *results) metricsTable() string {

@@ -109,7 +109,7 @@ type results struct {
 	mem          [2]memResult // floor, dragoman
 	logging      []logResult
 	metrics      []metricsResult
-	tracingOff   tracingOff
+	tracingOff   inProcess
 	streamEvents int
 
 	quick          bool
@@ -237,6 +237,8 @@ func (r *runner) all() (*results, error) {
 	res.metrics = r.metricsCost(cases, stub, dm, dmOff)
 	res.tracingOff = measureTracingOff()
 	progress("tracing off: its hooks cost %d ns and %d allocations per request (measured in this process)", res.tracingOff.perRequest.Nanoseconds(), res.tracingOff.allocs)
+	obs := measureObserve()
+	progress("metrics in this process: Observe costs %d ns and %d allocations per request", obs.perRequest.Nanoseconds(), obs.allocs)
 	for _, g := range res.metricsGoals() {
 		progress("  target: %s: %s, limit %s", g.what, g.got, g.limit)
 	}
