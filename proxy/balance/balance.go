@@ -472,19 +472,21 @@ func (bl *Balancer) usable(b *Backend) bool {
 	return false
 }
 
-// candidate is a member in a choice, with its hashing score.
+// candidate is a member in a choice, with its hashing score. It points at
+// the member: a member holds its route, too big to copy for each choice.
 type candidate struct {
-	member
+	*member
 	score float64
 }
 
 // choose picks the member for a request; mu is held.
-func (bl *Balancer) choose(p *pool, r Request) (member, bool) {
+func (bl *Balancer) choose(p *pool, r Request) (*member, bool) {
 	var buf [16]candidate
 	tried := func(b *Backend) bool { return slices.Contains(r.Tried, b) }
 	collect := func(p *pool, healthy, untried bool) []candidate {
 		cs := buf[:0]
-		for _, m := range p.members {
+		for i := range p.members {
+			m := &p.members[i]
 			if (healthy && !bl.usable(m.b)) || (untried && tried(m.b)) {
 				continue
 			}
@@ -506,7 +508,7 @@ func (bl *Balancer) choose(p *pool, r Request) (member, bool) {
 	return bl.pick(p, collect(p, false, false), r.Session), false
 }
 
-func (bl *Balancer) pick(p *pool, cs []candidate, session string) member {
+func (bl *Balancer) pick(p *pool, cs []candidate, session string) *member {
 	if len(cs) == 1 && session == "" {
 		return cs[0].member
 	}
@@ -526,7 +528,7 @@ func (bl *Balancer) float() float64 {
 	return rand.Float64()
 }
 
-func (bl *Balancer) shuffle(cs []candidate) member {
+func (bl *Balancer) shuffle(cs []candidate) *member {
 	var total float64
 	for _, c := range cs {
 		total += c.weight
@@ -543,7 +545,7 @@ func (bl *Balancer) shuffle(cs []candidate) member {
 
 // leastBusy picks the lowest load per weight; ties go to a random one of
 // them, so that an idle pool still spreads its requests.
-func (bl *Balancer) leastBusy(cs []candidate) member {
+func (bl *Balancer) leastBusy(cs []candidate) *member {
 	start := int(bl.float() * float64(len(cs)))
 	best := -1
 	var bestLoad float64
@@ -558,7 +560,7 @@ func (bl *Balancer) leastBusy(cs []candidate) member {
 }
 
 // affinity is weighted rendezvous hashing with bounded load.
-func (bl *Balancer) affinity(p *pool, cs []candidate, session string) member {
+func (bl *Balancer) affinity(p *pool, cs []candidate, session string) *member {
 	key := hashString(session)
 	var total int
 	var weights float64
@@ -583,7 +585,7 @@ func (bl *Balancer) affinity(p *pool, cs []candidate, session string) member {
 			break
 		}
 	}
-	var m member
+	var m *member
 	if chosen < 0 {
 		m = bl.leastBusy(cs)
 	} else {

@@ -9,25 +9,13 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/tick"
 )
 
 // Run probes the backends that are out every health_check_interval until
 // ctx ends. With the interval 0 it returns at once.
 func (bl *Balancer) Run(ctx context.Context) {
-	every := bl.settings.HealthCheckInterval
-	if every <= 0 {
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			bl.ProbeNow(ctx)
-		}
-	}
+	tick.Every(ctx, bl.settings.HealthCheckInterval, bl.ProbeNow)
 }
 
 // ProbeNow probes every backend that is out, at once, and waits for the

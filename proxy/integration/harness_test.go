@@ -191,6 +191,9 @@ func startStack(svcs []string, overrides ...string) (*stack, error) {
 
 	s.compose.WithEnv(map[string]string{
 		"DRAGOMAN_ENV_FILE": s.envFile,
+		// What Compose substitutes in the files (deploy/compose.pool.yml
+		// gives it to the warmer as WARMER_PROXY_KEY).
+		"PROXY_API_KEY": s.key,
 		// Set but empty: Docker picks free host ports, so a `make up` stack
 		// on 4000 or another test run cannot collide with this one.
 		"DRAGOMAN_PROXY_PORT":   "",
@@ -422,27 +425,36 @@ func (s *stack) serviceLogs(lines int) string {
 		return ""
 	}
 	var b strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for _, svc := range s.services {
-		c, err := s.compose.ServiceContainer(ctx, svc)
+		out, err := s.serviceLog(svc, fmt.Sprint(lines))
 		if err != nil {
 			fmt.Fprintf(&b, "\n--- %s: %v", svc, err)
 			continue
 		}
-		rc, err := s.docker.ContainerLogs(ctx, c.GetContainerID(), container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(lines)})
-		if err != nil {
-			fmt.Fprintf(&b, "\n--- %s: %v", svc, err)
-			continue
-		}
-		var out bytes.Buffer
-		if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil && !errors.Is(err, io.EOF) {
-			fmt.Fprintf(&out, "(reading the log: %v)", err)
-		}
-		rc.Close()
-		fmt.Fprintf(&b, "\n--- %s (last %d lines):\n%s", svc, lines, strings.TrimRight(out.String(), "\n"))
+		fmt.Fprintf(&b, "\n--- %s (last %d lines):\n%s", svc, lines, strings.TrimRight(out, "\n"))
 	}
 	return b.String()
+}
+
+// serviceLog is the log of one service's container: its last lines, or
+// all of it with tail "all".
+func (s *stack) serviceLog(svc, tail string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := s.compose.ServiceContainer(ctx, svc)
+	if err != nil {
+		return "", err
+	}
+	rc, err := s.docker.ContainerLogs(ctx, c.GetContainerID(), container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintf(&out, "(reading the log: %v)", err)
+	}
+	return out.String(), nil
 }
 
 func randomHex(n int) string {

@@ -97,6 +97,26 @@ func TestPoolStackSurvivesABackendStop(t *testing.T) {
 		t.Errorf("backend served nothing after backend2 stopped: %v then %v", before, after)
 	}
 	t.Logf("%d requests (%d after backend2 stopped), none failed; requests per backend before the stop %v, at the end %v", sent.Load(), sent.Load()-stoppedAt, before, after)
+
+	// The warmer reads /backends (WARMER_PROXY_URL, WARMER_PROXY_KEY) and
+	// leaves alone the backend that served the clients all along.
+	log, err := s.serviceLog(warmerService, "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "cannot read the proxy's /backends") {
+			t.Errorf("the warmer could not read /backends: %s", line)
+		}
+		if strings.Contains(line, "warm skipped: the proxy served this backend") && strings.Contains(line, "http://backend:8000/v1") {
+			skipped++
+		}
+	}
+	if skipped == 0 {
+		t.Errorf("the warmer never skipped backend while it served the clients (WARMER_INTERVAL %v); its log:\n%s", warmerInterval, log)
+	}
+	t.Logf("the warmer skipped backend %d time(s) while it served the clients", skipped)
 }
 
 // backends reads the proxy's /backends: requests per backend name.

@@ -52,7 +52,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, f format) (
 		return s.translateFor(w, r, f, x, whole)
 	}
 	x.fwd = pt
-	x.req, x.shared = translate.BackendRequest{Target: x.route.target}, newSharedBody(nil)
+	x.req = translate.BackendRequest{Target: x.route.target}
 	setAlias(w, x.alias)
 	return x, true
 }

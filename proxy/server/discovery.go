@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/discover"
+	"github.com/dragoman-dev/dragoman/proxy/internal/tick"
 )
 
 // backendModel is one model of one backend: what discovery learns about.
@@ -87,17 +88,5 @@ func (s *Server) logProbeError(key backendModel, err error) {
 // RunDiscovery discovers at once, then every interval until ctx ends.
 func (s *Server) RunDiscovery(ctx context.Context, every time.Duration) {
 	s.Discover(ctx)
-	if every <= 0 {
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Discover(ctx)
-		}
-	}
+	tick.Every(ctx, every, s.Discover)
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
@@ -67,12 +66,13 @@ type exchange struct {
 	// receives (nativeHeaders).
 	native translation
 	header http.Header
-	req    translate.BackendRequest
-	shared *sharedBody // req.Body, shared by the attempts that send it
-	route  routeInfo
-	lease  *balance.Lease
-	tried  []*balance.Backend
-	obs    *observation // nil when the request is not observed
+	// req.Body goes with the attempt that sends it (upstream.Call.Recycle
+	// gives it back once sent): a retry translates the body again.
+	req   translate.BackendRequest
+	route routeInfo
+	lease *balance.Lease
+	tried []*balance.Backend
+	obs   *observation // nil when the request is not observed
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -149,10 +149,8 @@ func (x *exchange) forget() {
 // route of the last backend tried.
 func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	defer x.forget()
-	defer func() { x.shared.release() }() // retranslate replaces it
 	retries, waits := x.route.NumRetries, 0
 	for attempt := 0; ; attempt++ {
-		x.shared.hold()
 		resp, err := s.pool.Do(x.ctx, x.call())
 		if err == nil {
 			x.answered(resp)
@@ -185,7 +183,6 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 			return nil, aerr
 		}
-		target, protocol := x.route.target, x.route.Protocol
 		x.take(lease)
 		if tried(x.tried, lease.Backend) {
 			if !s.pool.Wait(x.ctx, waits) {
@@ -194,11 +191,10 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 			waits++
 		}
-		if x.route.target != target || x.route.Protocol != protocol {
-			if terr := x.retranslate(); terr != nil {
-				x.done(balance.Abandoned, nil)
-				return nil, terr
-			}
+		// The last attempt's transport let its body go once it was sent.
+		if terr := x.retranslate(); terr != nil {
+			x.done(balance.Abandoned, nil)
+			return nil, terr
 		}
 	}
 }
@@ -236,8 +232,7 @@ func (x *exchange) retranslate() error {
 	if err != nil {
 		return err
 	}
-	x.shared.release()
-	x.req, x.shared = req, newSharedBody(req.Body)
+	x.req = req
 	return nil
 }
 
@@ -276,7 +271,7 @@ func (x *exchange) call() upstream.Call {
 		Session:       x.session,
 		Timeout:       r.Timeout,
 		StreamTimeout: r.StreamTimeout,
-		Recycle:       x.shared.recycle,
+		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
 	}
 	if x.fwd != nil {
@@ -285,45 +280,11 @@ func (x *exchange) call() upstream.Call {
 	return c
 }
 
-// sharedBody is a translated request body that several attempts send: it
-// goes back to translate's pool when the exchange and every attempt's
-// transport are done with it.
-type sharedBody struct {
-	mu    sync.Mutex
-	b     []byte
-	holds int
-}
-
-func newSharedBody(b []byte) *sharedBody { return &sharedBody{b: b, holds: 1} }
-
-func (s *sharedBody) hold() {
-	s.mu.Lock()
-	s.holds++
-	s.mu.Unlock()
-}
-
-func (s *sharedBody) recycle([]byte) { s.release() }
-
-func (s *sharedBody) release() {
-	s.mu.Lock()
-	s.holds--
-	last := s.holds == 0
-	s.mu.Unlock()
-	if last {
-		bufpool.Put(s.b) // translate builds the body in a pooled buffer
-	}
-}
-
-// prepare reads a request body, takes a slot at a backend of its alias's
-// pool and translates the body for that backend, answering the client
-// itself when it cannot.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, f format, translateBody translation) (*exchange, bool) {
-	return s.prepareFor(w, r, f, translateBody, nil)
-}
-
-// prepareFor is prepare with native, the translation for a backend of the
-// pool that speaks the Messages format (nil: every backend is translated
-// for with translateBody).
+// prepareFor reads a request body, takes a slot at a backend of its
+// alias's pool and translates the body for that backend, answering the
+// client itself when it cannot: with native when that backend speaks the
+// Messages format (nil: every backend is translated for with
+// translateBody).
 func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, translateBody, native translation) (*exchange, bool) {
 	body, ok := s.readBody(w, r, f)
 	if !ok {
@@ -354,7 +315,7 @@ func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, 
 		bufpool.Put(body)
 		return nil, false
 	}
-	x.req, x.shared = req, newSharedBody(req.Body)
+	x.req = req
 	setAlias(w, x.alias)
 	if x.obs != nil {
 		x.obs.stream, x.obs.maxTokens = req.Stream, req.MaxTokens

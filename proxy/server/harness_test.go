@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -9,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -34,7 +33,7 @@ type harness struct {
 	stubURL string
 	proxy   *httptest.Server
 	server  *server.Server
-	logs    *syncBuffer
+	logs    *logbuf.Buffer
 	metrics *metrics.Metrics
 }
 
@@ -60,7 +59,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 			o.stub.Protocol = stub.ProtocolMessages
 		}
 	}
-	h := &harness{t: t, backend: stub.New(o.stub), logs: &syncBuffer{}}
+	h := &harness{t: t, backend: stub.New(o.stub), logs: &logbuf.Buffer{}}
 	backend := httptest.NewServer(h.backend)
 	t.Cleanup(backend.Close)
 	h.stubURL = backend.URL
@@ -153,21 +152,4 @@ func (h *harness) backendRequests() []map[string]any {
 		}
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -225,34 +225,25 @@ func (o *streamOut) emit(b []byte) bool {
 // caller calls cancel, which ends the backend exchange, once it is done.
 func (s *Server) awaitStream(r *http.Request, x *exchange, out *streamOut, ping func(dst []byte) []byte) (res doResult, cancel context.CancelFunc, ok bool) {
 	ctx, cancel := context.WithCancel(r.Context())
-	results := make(chan doResult, 1)
 	x.ctx = ctx
-	go func() {
-		// send lets the bodies go once a backend answers: a stream that
-		// lasts minutes need not keep its 50 KB request.
-		resp, err := s.send(x)
-		results <- doResult{resp, err}
-	}()
-	timer := time.NewTimer(s.ping)
-	defer timer.Stop()
-	for {
-		select {
-		case res = <-results:
-			return res, cancel, true
-		case <-timer.C:
-			if !out.emit(ping(nil)) {
-				cancel()
-			}
-			notePing(out.w)
-			timer.Reset(s.ping)
-		case <-r.Context().Done():
-			if res = <-results; res.resp != nil {
-				res.resp.Body.Close()
-			}
-			x.finish(r.Context().Err())
-			return res, cancel, false
-		}
+	// send waits in this goroutine and a timer pings: a stream waiting on
+	// a cold backend has no goroutine of its own for the wait.
+	if s.ping > 0 {
+		defer startPinger(out.w, out.emit, cancel, ping, s.ping).stop()
 	}
+	// send lets the bodies go once they are sent: a stream that lasts
+	// minutes, or waits for a cold backend, need not keep its 50 KB
+	// request.
+	resp, err := s.send(x)
+	res = doResult{resp, err}
+	if r.Context().Err() != nil {
+		if res.resp != nil {
+			res.resp.Body.Close()
+		}
+		x.finish(r.Context().Err())
+		return res, cancel, false
+	}
+	return res, cancel, true
 }
 
 func newMessageID() string {

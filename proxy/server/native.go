@@ -50,7 +50,7 @@ func (x *exchange) nativeCall(path string) upstream.Call {
 		Stream:        x.req.Stream,
 		Timeout:       r.Timeout,
 		StreamTimeout: r.StreamTimeout,
-		Recycle:       x.shared.recycle,
+		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 	}
 }
 
@@ -125,10 +125,9 @@ func (s *Server) nativeCount(r *http.Request, route routeInfo, body []byte) (int
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	x := &exchange{route: route, header: r.Header, req: req, shared: newSharedBody(req.Body)}
+	x := &exchange{route: route, header: r.Header, req: req}
 	call := x.nativeCall("/messages/count_tokens")
 	resp, err := s.pool.Do(ctx, call)
-	x.shared.release()
 	var ue *upstream.Error
 	if errors.As(err, &ue) && ue.Kind == upstream.Status && (ue.Status == http.StatusNotFound || ue.Status == http.StatusMethodNotAllowed) {
 		s.tokenizeMu.Lock()

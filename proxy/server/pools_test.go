@@ -41,7 +41,9 @@ type poolBackend struct {
 	// untilAnswer ends a request's count when its answer is written rather
 	// than when the handler returns: a non-stream answer is flushed whole
 	// before the handler's epilogue runs, so the proxy may rightly send the
-	// next request while this one's handler is still returning.
+	// next request while this one's handler is still returning. A streamed
+	// answer's count ends when its last event (usage, or data: [DONE]) is
+	// written.
 	untilAnswer bool
 }
 
@@ -81,8 +83,10 @@ func (b *poolBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.stub.ServeHTTP(w, r)
 }
 
-// answerWriter calls done once, when the answer's first byte is written
-// (or the handler ends without writing).
+// answerWriter calls done once, when the answer's first byte is written,
+// or for an event stream its last event: the usage chunk, after which the
+// proxy may end the client's stream without waiting for data: [DONE] (or
+// when the handler ends without writing).
 type answerWriter struct {
 	http.ResponseWriter
 	done  func()
@@ -90,7 +94,9 @@ type answerWriter struct {
 }
 
 func (a *answerWriter) Write(p []byte) (int, error) {
-	a.end()
+	if a.Header().Get("Content-Type") != "text/event-stream" || bytes.Contains(p, []byte(`"usage":`)) || bytes.Contains(p, []byte("data: [DONE]")) {
+		a.end()
+	}
 	return a.ResponseWriter.Write(p)
 }
 
@@ -403,6 +409,86 @@ func TestPoolMaxParallel(t *testing.T) {
 			continue
 		}
 		checkErrorShape(t, path, body, "rate_limit_error", "queue_timeout")
+	}
+}
+
+// TestPoolMaxParallelStreams: max_parallel_requests: 2 with 10 concurrent
+// streamed requests (Messages and Chat): a stream holds its slot until it
+// ends, so the backend never carries more than 2 at once and the rest are
+// served in turn; a streamed request that finds no slot within
+// queue_timeout gets 429 rate_limit_error in its endpoint's shape, as a
+// JSON answer before any byte of a stream.
+func TestPoolMaxParallelStreams(t *testing.T) {
+	// 8 events 10 ms apart: each stream holds its slot for 80 ms or more.
+	b := newPoolBackend(t, stub.Options{Events: 8, EventDelay: 10 * time.Millisecond})
+	b.untilAnswer = true
+	mk := func(queueTimeout string) *poolProxy {
+		y := fmt.Sprintf("model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: k, max_parallel_requests: 2}\nrouter_settings: {queue_timeout: %s}\n", b.url(), queueTimeout)
+		return newPoolProxyYAML(t, y, []*poolBackend{b}, balance.Options{})
+	}
+	p := mk("30")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad []string
+	start := time.Now()
+	for i := range 10 {
+		wg.Go(func() {
+			path, body, end := "/v1/messages", messagesBody(fmt.Sprint("s", i), true), "event: message_stop"
+			if i%2 == 1 {
+				path, body, end = "/v1/chat/completions", chatBody(fmt.Sprint("s", i), true), "data: [DONE]"
+			}
+			resp, got, err := p.post(path, "", body)
+			if err == nil && resp.StatusCode == 200 && bytes.Contains(got, []byte(end)) &&
+				(path == "/v1/chat/completions" || ssecheck.Check(got) == nil) {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s: %v", path, err))
+			} else {
+				bad = append(bad, fmt.Sprintf("%s: %d %.200s", path, resp.StatusCode, got))
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if len(bad) > 0 || b.peak.Load() != 2 || b.served.Load() != 10 {
+		t.Errorf("%d of 10 streams incomplete %v; peak %d streams at the backend, %d served; want 0, 2 and 10", len(bad), bad, b.peak.Load(), b.served.Load())
+	}
+	// 10 streams of 80 ms or more, 2 at a time: 5 turns.
+	if took < 400*time.Millisecond {
+		t.Errorf("10 streams of 80 ms through 2 slots took %v: they were not served in turn", took)
+	}
+	t.Logf("10 streams, 2 slots: peak %d in flight at the backend until each stream's last event, all served in %v", b.peak.Load(), took.Round(time.Millisecond))
+
+	// Two streams hold both slots for 80 ms or more; a stream queued
+	// behind them gives up after 20 ms.
+	p = mk("0.02")
+	b.peak.Store(0)
+	for i := range 2 {
+		wg.Go(func() { p.post("/v1/chat/completions", "", chatBody(fmt.Sprint("hold", i), true)) })
+	}
+	waitUntil(t, 2*time.Second, "two streams in flight at the backend", func() bool { return b.inflight.Load() == 2 })
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		body := messagesBody("queued", true)
+		if path == "/v1/chat/completions" {
+			body = chatBody("queued", true)
+		}
+		resp, got, err := p.post(path, "", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 429 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: a stream queued past queue_timeout got %d %s, want 429 application/json: %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), got)
+			continue
+		}
+		checkErrorShape(t, path, got, "rate_limit_error", "queue_timeout")
+		t.Logf("%s stream past queue_timeout: %d %s", path, resp.StatusCode, got)
+	}
+	wg.Wait()
+	if b.peak.Load() != 2 {
+		t.Errorf("peak %d streams at the backend while 2 held the slots, want 2", b.peak.Load())
 	}
 }
 

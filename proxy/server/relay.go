@@ -158,7 +158,13 @@ func relay(w http.ResponseWriter, r *http.Request, body io.Reader, feed func(dst
 	obs := observed(w)
 	var pg *pinger
 	if ping != nil && every > 0 {
-		pg = startPinger(w, flusher, ping, every)
+		pg = startPinger(w, func(b []byte) bool {
+			_, err := w.Write(b)
+			if err == nil && flusher != nil {
+				flusher.Flush()
+			}
+			return err == nil
+		}, nil, ping, every)
 		defer pg.stop()
 	}
 	var out []byte
@@ -210,16 +216,19 @@ type pinger struct {
 	last    time.Time // the last write
 	stopped bool
 	timer   *time.Timer
-	w       http.ResponseWriter
-	flusher http.Flusher
+	w       http.ResponseWriter // for notePing
+	write   func(b []byte) bool // writes and flushes b; false: the client is gone
+	gone    func()              // when set, called when a ping cannot be written
 	ping    func(dst []byte) []byte
 	every   time.Duration
 	out     []byte
 }
 
-func startPinger(w http.ResponseWriter, flusher http.Flusher, ping func([]byte) []byte, every time.Duration) *pinger {
-	p := &pinger{w: w, flusher: flusher, ping: ping, every: every, last: time.Now()}
+func startPinger(w http.ResponseWriter, write func([]byte) bool, gone func(), ping func([]byte) []byte, every time.Duration) *pinger {
+	p := &pinger{w: w, write: write, gone: gone, ping: ping, every: every, last: time.Now()}
+	p.mu.Lock() // fire may come before p.timer is set
 	p.timer = time.AfterFunc(every, p.fire)
+	p.mu.Unlock()
 	return p
 }
 
@@ -236,8 +245,8 @@ func (p *pinger) fire() {
 		return
 	}
 	p.out = p.ping(p.out[:0])
-	if _, err := p.w.Write(p.out); err == nil && p.flusher != nil {
-		p.flusher.Flush()
+	if !p.write(p.out) && p.gone != nil {
+		p.gone()
 	}
 	notePing(p.w)
 	p.last = time.Now()

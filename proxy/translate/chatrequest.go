@@ -38,13 +38,9 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	var model string
-	m, ok := top.get("model")
-	if ok && m.value.Kind() == '"' {
-		_ = json.Unmarshal(m.value, &model)
-	}
-	if model == "" {
-		return BackendRequest{}, invalidf("model: required (a string naming a configured model)")
+	model, m, err := requestModel(top)
+	if err != nil {
+		return BackendRequest{}, err
 	}
 	msgs, ok := top.get("messages")
 	if !ok || msgs.value.Kind() != '[' {
@@ -53,15 +49,9 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if len(top.msgs) == 0 {
 		return BackendRequest{}, invalidf("messages: must not be empty")
 	}
-	var stream bool
-	if s, ok := top.get("stream"); ok {
-		switch s.value.Kind() {
-		case 't':
-			stream = true
-		case 'f', 'n':
-		default:
-			return BackendRequest{}, invalidf("stream: must be a boolean, got %s", kindName(s.value.Kind()))
-		}
+	stream, err := streamFlag(top)
+	if err != nil {
+		return BackendRequest{}, err
 	}
 	target, err := resolveTarget(resolve, model)
 	if err != nil {

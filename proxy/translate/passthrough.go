@@ -31,13 +31,9 @@ func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	var model string
-	m, ok := top.get("model")
-	if ok && m.value.Kind() == '"' {
-		_ = json.Unmarshal(m.value, &model)
-	}
-	if model == "" {
-		return BackendRequest{}, invalidf("model: required (a string naming a configured model)")
+	model, m, err := requestModel(top)
+	if err != nil {
+		return BackendRequest{}, err
 	}
 	stream, err := streamFlag(top)
 	if err != nil {
@@ -112,6 +108,20 @@ func RequestModel(body []byte) string {
 		sc.i++
 	}
 	return ""
+}
+
+// requestModel reads the model member of a scanned request: its value, a
+// non-empty string, and the member.
+func requestModel(top object) (string, member, error) {
+	var model string
+	m, ok := top.get("model")
+	if ok && m.value.Kind() == '"' {
+		_ = json.Unmarshal(m.value, &model)
+	}
+	if model == "" {
+		return "", m, invalidf("model: required (a string naming a configured model)")
+	}
+	return model, m, nil
 }
 
 // streamFlag reads the stream member of a scanned request.

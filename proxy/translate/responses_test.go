@@ -199,7 +199,7 @@ func TestChatToResponses(t *testing.T) {
 			`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := ChatToResponses([]byte(c.chatBody), "alias", "resp_t", 7, call)
+			out, _, err := ChatToResponses([]byte(c.chatBody), "alias", "resp_t", 7, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestChatToResponses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ChatToResponses([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
+	if _, _, err := ChatToResponses([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
 		t.Error("a non-Chat body was accepted")
 	}
 }
@@ -511,7 +511,7 @@ func FuzzChatToResponses(f *testing.F) {
 	f.Add([]byte(chatResp(`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]}`, `"length"`, "")))
 	call := customCall()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := ChatToResponses(body, "alias", "resp_t", 7, call)
+		out, _, err := ChatToResponses(body, "alias", "resp_t", 7, call)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -161,10 +163,13 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 			out.MaxTokens = &limit
 		}
 	}
-	chatBody, err := json.Marshal(&out, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
+	// Encoded into a pooled buffer (the caller gives it back), about the
+	// size of the request.
+	enc := bytes.NewBuffer(bufpool.Get(len(body) + 1024))
+	if err := json.MarshalWrite(enc, &out, jsontext.AllowInvalidUTF8(true)); err != nil {
 		return BackendRequest{}, nil, invalidf("encoding the backend request: %v", err)
 	}
+	chatBody := enc.Bytes()
 	// An estimate for a stream whose backend never reports usage: four
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
@@ -175,6 +180,7 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 	// system role (and sets the model, clamps max_tokens): one copy of
 	// those rules.
 	breq, err := ChatToChat(chatBody, func(string) (Target, error) { return target, nil })
+	bufpool.Put(chatBody)
 	if err != nil {
 		return BackendRequest{}, nil, err
 	}
@@ -234,7 +240,16 @@ func (t *chatTurn) encode() chatMessageOut {
 		if t.role == "assistant" || t.role == "tool" {
 			sep = ""
 		}
+		if len(t.parts) == 1 {
+			m.Content = t.parts[0].text
+			break
+		}
+		n := len(sep) * (len(t.parts) - 1)
+		for _, p := range t.parts {
+			n += len(p.text)
+		}
 		var sb strings.Builder
+		sb.Grow(n)
 		for i, p := range t.parts {
 			if i > 0 {
 				sb.WriteString(sep)

@@ -28,12 +28,13 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // call_<item id>), as the stream gives them; status completed, or
 // incomplete with the reason when the backend stopped at its token limit
 // (max_output_tokens) or its content filter; usage always present. Only the
-// first choice is used. A body that is not a Chat response is an error (the
-// backend is at fault, not the client).
-func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, error) {
+// first choice is used. It also returns the backend's usage (nil when it
+// sent none), read in the same decode. A body that is not a Chat response
+// is an error (the backend is at fault, not the client).
+func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
 	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
-		return nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
+		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
 	}
 	out := newResponse(responseID, alias, createdAt, responses.StatusCompleted)
 	ids := itemIDs{base: strings.TrimPrefix(responseID, "resp_")}
@@ -69,7 +70,8 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 	}
 	setFinish(&out, finish)
 	out.Usage = responsesUsage(resp.Usage)
-	return json.Marshal(&out, jsontext.AllowInvalidUTF8(true))
+	b, err := json.Marshal(&out, jsontext.AllowInvalidUTF8(true))
+	return b, resp.Usage, err
 }
 
 // newResponse is the response object before its output.

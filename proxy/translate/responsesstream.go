@@ -50,6 +50,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -79,6 +80,10 @@ func NewResponsesStream(alias, responseID string, createdAt int64, call *Respons
 	return &ResponsesStream{alias: alias, id: responseID, base: base, createdAt: createdAt, call: call, inputEst: max(inputTokens, 0),
 		chatLanes: chatLanes{refusalKind: laneRefusal, idPrefix: "call_" + base + "_"}}
 }
+
+// BackendUsage returns the usage the backend reported, nil when it sent
+// none (response.completed then carries an estimate).
+func (s *ResponsesStream) BackendUsage() *chat.Usage { return s.usage }
 
 // Done reports whether the backend ended its stream.
 func (s *ResponsesStream) Done() bool { return s.backendDone }

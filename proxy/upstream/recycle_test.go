@@ -86,3 +86,35 @@ func TestRecycleWhenTheBackendAnswersEarly(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A backend that reads the body and is slow to answer (a cold model): the
+// body goes once it was sent whole, before the answer, not when it comes.
+func TestRecycleBeforeASlowAnswer(t *testing.T) {
+	body := bytes.Repeat([]byte("y"), 54<<10)
+	answer := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-answer
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	defer close(answer)
+	recycled := make(chan struct{}, 2)
+	call := upstream.Call{BaseURL: srv.URL, Path: "/x", Body: body, Timeout: 5 * time.Second,
+		Recycle: func([]byte) { recycled <- struct{}{} }}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := upstream.NewPool().Do(context.Background(), call)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-recycled:
+	case err := <-done:
+		t.Fatalf("answered (%v) before the body was let go", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the body was held while the backend was slow to answer")
+	}
+}

@@ -168,10 +168,11 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := newWatchdog(limit, func() { cancel(errTimedOut) })
-	ref := &bodyRef{b: c.Body, body: c.Body, holds: 1, recycle: c.Recycle}
+	ref := &bodyRef{b: c.Body, body: c.Body, holds: 1, own: true, recycle: c.Recycle}
 	// The transport may keep the request (and so its GetBody) until the
-	// response body is closed: once the exchange is over, GetBody finds no
-	// body, and the body is recycled when its last reader is done.
+	// response body is closed: once the body was sent whole, or the
+	// exchange is over, GetBody finds no body, and the body is recycled
+	// when its last reader is done.
 	defer ref.over()
 	resp, err := p.once(ctx, c, ref)
 	if err == nil && resp.StatusCode/100 == 2 {
@@ -196,30 +197,49 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 var errTimedOut = errors.New("upstream timeout")
 
 // bodyRef holds a request body for the readers the transport reads it
-// through: one per attempt and one per GetBody. The body is recycled when
-// Do is over and every reader is done with it.
+// through: one per attempt and one per GetBody. The body is recycled once
+// it was sent whole (or Do is over) and every reader is done with it: a
+// backend slow to answer does not keep it (a retry is the caller's, which
+// sends a body of its own).
 type bodyRef struct {
 	mu      sync.Mutex
-	b       []byte // for new readers; nil once Do is over
+	b       []byte // for new readers; nil once sent whole or Do is over
 	body    []byte
-	holds   int // Do's own, and one per reader not done
+	holds   int  // Do's own while own, and one per reader not done
+	own     bool // Do's hold is still held
 	recycle func([]byte)
 }
 
-func (r *bodyRef) reader() *bodyReader {
+// errBodySent: the transport asked for the body again after it was sent
+// whole and let go; the caller's retry sends it afresh.
+var errBodySent = errors.New("upstream: the request body was sent and let go; not resent on this connection")
+
+func (r *bodyRef) reader() (*bodyReader, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.b == nil && len(r.body) > 0 {
+		return nil, errBodySent
+	}
 	r.holds++
-	return &bodyReader{b: r.b, ref: r}
+	return &bodyReader{b: r.b, ref: r}, nil
 }
 
-// over ends Do's hold.
+// over ends Do's hold, when a reader has not already: the body was not
+// sent whole.
 func (r *bodyRef) over() {
 	r.mu.Lock()
 	r.b = nil
+	own := r.own
+	r.own = false
 	r.mu.Unlock()
-	r.release()
+	if own {
+		r.release()
+	}
 }
+
+// sent: a reader handed out the whole body; Do's hold ends (no new
+// reader is given the body).
+func (r *bodyRef) sent() { r.over() }
 
 func (r *bodyRef) release() {
 	r.mu.Lock()
@@ -232,7 +252,7 @@ func (r *bodyRef) release() {
 }
 
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
-	body := ref.reader()
+	body, _ := ref.reader() // the first: the body is there
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {
 		body.Close()
@@ -240,13 +260,19 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 	}
 	// The transport asks GetBody for a fresh copy when it retries on a
 	// stale idle connection. Both readers forget the body once read, and
-	// Do drops the one GetBody reads once the backend answers: a stream
-	// that lasts minutes does not keep its 50 KB request alive.
+	// the body goes once it was sent whole: a backend slow to answer, or a
+	// stream that lasts minutes, does not keep its 50 KB request alive.
 	req.ContentLength = int64(len(c.Body))
 	if len(c.Body) == 0 {
 		req.Body = http.NoBody
 	}
-	req.GetBody = func() (io.ReadCloser, error) { return ref.reader(), nil }
+	req.GetBody = func() (io.ReadCloser, error) {
+		r, err := ref.reader()
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if c.Open != nil {
 		body.Close()
 		req.Body, req.ContentLength = io.NopCloser(c.Open()), c.ContentLength
@@ -297,6 +323,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	defer r.mu.Unlock()
 	if len(r.b) == 0 {
 		r.finish()
+		r.ref.sent()
 		return 0, io.EOF
 	}
 	n := copy(p, r.b)

@@ -49,6 +49,8 @@ type settings struct {
 	rpsRounds int
 	streamFor time.Duration // the 256-concurrent-streams phase
 	logRounds int           // logging cost: rounds of batches
+	// metricsRounds: rounds of batches of the metrics on/off phase
+	metricsRounds int
 }
 
 func run(args []string) int {
@@ -67,9 +69,9 @@ func run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15}
+	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15, metricsRounds: 100}
 	if *quick {
-		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2}
+		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2, metricsRounds: 4}
 	}
 	self, err := os.Executable()
 	if err != nil {

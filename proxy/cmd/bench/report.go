@@ -181,6 +181,7 @@ func (res *results) goals() []goal {
 	m := res.mem[1]
 	g = append(g, goal{"peak RSS with 256 concurrent streams", "≤ 64 MB", mib(m.peakStreams), m.peakStreams <= 64<<20})
 	g = append(g, goal{"peak RSS idle", "≤ 20 MB", mib(m.idle), m.idle <= 20<<20})
+	g = append(g, res.metricsGoals()...)
 	return g
 }
 

@@ -109,6 +109,7 @@ type results struct {
 	mem          [2]memResult // floor, dragoman
 	logging      []logResult
 	metrics      []metricsResult
+	tracingOff   tracingOff
 	streamEvents int
 
 	quick          bool
@@ -234,6 +235,11 @@ func (r *runner) all() (*results, error) {
 	}
 	progress("metrics: Dragoman with metrics on (the default) beside --metrics=false, and the stub direct")
 	res.metrics = r.metricsCost(cases, stub, dm, dmOff)
+	res.tracingOff = measureTracingOff()
+	progress("tracing off: its hooks cost %d ns and %d allocations per request (measured in this process)", res.tracingOff.perRequest.Nanoseconds(), res.tracingOff.allocs)
+	for _, g := range res.metricsGoals() {
+		progress("  target: %s: %s, limit %s", g.what, g.got, g.limit)
+	}
 	r.stopAll()
 	if r.only != "" {
 		return res, nil // the memory phase needs the 54 KB messages stream case

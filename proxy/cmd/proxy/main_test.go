@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
@@ -40,27 +41,10 @@ const (
 	backendKey = "sk-drain-backend-key-77aa"
 )
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proxyProc is a running proxy process.
 type proxyProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *logbuf.Buffer
 	url    string
 	exited chan struct{}
 	err    error // of Wait, once exited is closed
@@ -89,7 +73,7 @@ func startProxyConfig(t *testing.T, cfg string, flags ...string) *proxyProc {
 	args := append([]string{"--config", path, "--host", "127.0.0.1", "--port", "0"}, flags...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY="+clientKey, "DRAIN_BACKEND_KEY="+backendKey)
-	p := &proxyProc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &proxyProc{cmd: cmd, stderr: &logbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,36 +10,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
+	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 )
 
 // TestDeployConfigAnswersHealthzWithinASecond starts the proxy as a process
 // on the stack's own config and times /healthz from the start.
 func TestDeployConfigAnswersHealthzWithinASecond(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	free, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := strconv.Itoa(free)
 	cmd := exec.Command(os.Args[0], "--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--port", port)
 	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=sk-start", "BACKEND_API_KEY=sk-backend")
-	var stderr syncBuffer
+	var stderr logbuf.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	for time.Since(start) < time.Second {
-		resp, err := http.Get("http://127.0.0.1:" + port + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				t.Logf("/healthz answered %s after start", time.Since(start).Round(time.Millisecond))
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+	if procs.WaitOK("http://127.0.0.1:"+port+"/healthz", time.Second-time.Since(start), nil) {
+		t.Logf("/healthz answered %s after start", time.Since(start).Round(time.Millisecond))
+		return
 	}
 	t.Fatalf("no /healthz answer within a second of start:\n%s", stderr.String())
 }
@@ -86,7 +80,7 @@ func TestNoAuthSaysSo(t *testing.T) {
 	os.WriteFile(cfg, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: x}\n"), 0o600)
 	cmd := exec.Command(os.Args[0], "--config", cfg, "--host", "127.0.0.1", "--port", "0", "--no-auth")
 	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=")
-	p := &proxyProc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &proxyProc{cmd: cmd, stderr: &logbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,9 @@ package procs
 
 import (
 	"os"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestReadStatusAndCPUTimeOfThisProcess(t *testing.T) {
@@ -24,6 +26,42 @@ func TestReadStatusAndCPUTimeOfThisProcess(t *testing.T) {
 		t.Error("no error for a process that does not exist")
 	}
 	_ = buf[len(buf)-1]
+}
+
+// TestOnCPUCountsWork: 30 ms of this process's CPU time, as getrusage
+// counts it, shows in OnCPU within 2 ms (clock ticks would be 10 ms).
+func TestOnCPUCountsWork(t *testing.T) {
+	rusage := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	r0 := rusage()
+	before, err := OnCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for rusage()-r0 < 30*time.Millisecond {
+		for range 10000 {
+			x++
+		}
+	}
+	after, err := OnCPU(os.Getpid())
+	r1 := rusage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := after-before, r1-r0
+	if got < want-2*time.Millisecond || got > want+2*time.Millisecond {
+		t.Errorf("OnCPU counted %v while getrusage counted %v", got, want)
+	}
+	if _, err := OnCPU(-1); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+	_ = x
 }
 
 func TestStartRefusesMissingBinary(t *testing.T) {

@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/server"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// poolBenchAnswer is a backend's small non-stream Chat Completions answer.
+const poolBenchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`
+
+// BenchmarkPool is what a pool costs a request: the same small Messages
+// request, with a session id, through the proxy in front of one backend
+// and in front of a pool of three (session affinity), in-process over
+// loopback. The difference between the two is the pool's cost (issue 11:
+// at most 5 µs).
+func BenchmarkPool(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
+			var y strings.Builder
+			y.WriteString("model_list:\n")
+			for i := range n {
+				hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, poolBenchAnswer)
+				}))
+				b.Cleanup(hs.Close)
+				fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s/v1', api_key: k, name: b%d}\n", hs.URL, i)
+			}
+			path := filepath.Join(b.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(y.String()+"general_settings: {enable_vendora_pass_through: true}\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			cfg, err := config.Load(path, os.LookupEnv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bal := balance.New(cfg, balance.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			b.Cleanup(cancel)
+			go bal.Run(ctx)
+			srv := server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)})
+			proxy := httptest.NewServer(srv)
+			b.Cleanup(proxy.Close)
+			client := &http.Client{}
+			body := `{"model":"coder","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`
+			send := func() {
+				req, _ := http.NewRequest(http.MethodPost, proxy.URL+"/v1/messages", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+clientKey)
+				req.Header.Set("Anthropic-Version", "2023-06-01")
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(server.SessionHeader, "179b29e7-4a3f-4eb6-a37f-0c8eb28d1106")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("status %d: %s", resp.StatusCode, got)
+				}
+			}
+			for range 50 {
+				send()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				send()
+			}
+		})
+	}
+}
