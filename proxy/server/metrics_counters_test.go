@@ -29,15 +29,11 @@ func zeroEndpoints(nonZero map[string]float64) map[string]float64 {
 	return out
 }
 
-// drain reads a body to its end and closes it.
+// drain reads a body to its end (readEvents) and closes it.
 func drain(t *testing.T, resp *http.Response) string {
 	t.Helper()
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	defer resp.Body.Close()
+	return string(readEvents(t, resp.Body))
 }
 
 // TestMetricsStreamPings: a backend slow to its first byte and between
@@ -74,8 +70,8 @@ func TestMetricsStreamPings(t *testing.T) {
 // moves (down), and the dead backend is reported out.
 func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	backends := []*poolBackend{
-		newPoolBackend(t, stub.Options{Events: 8, EventDelay: 40 * time.Millisecond}),
-		newPoolBackend(t, stub.Options{Events: 8, EventDelay: 40 * time.Millisecond}),
+		newPoolBackend(t, stub.Options{Events: 8, EventDelay: 80 * time.Millisecond}),
+		newPoolBackend(t, stub.Options{Events: 8, EventDelay: 80 * time.Millisecond}),
 	}
 	var y strings.Builder
 	y.WriteString("model_list:\n")
@@ -123,7 +119,12 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	if s := served(); s[home] != 2 || s[other] != 1 {
 		t.Fatalf("after t2 backends served %v, want home b%d 2 (t0, t1), b%d 1 (t2)", s, home, other)
 	}
-	// Turn 3, home idle again: back (rebalanced).
+	// Turn 3, home idle again (its lease released): back (rebalanced).
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if series(scrape(t, h.proxy.URL), "dragoman_inflight_requests")["backend="+X] == 0 {
+			break
+		}
+	}
 	if resp := post("t3", false); resp.StatusCode != 200 {
 		t.Fatalf("t3: %d %s", resp.StatusCode, drain(t, resp))
 	} else {
