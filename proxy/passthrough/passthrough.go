@@ -185,7 +185,7 @@ func (r *Request) topMember(name string) error {
 			r.setState(func() { r.stream = true })
 		case 'f', 'n':
 		default:
-			return invalid("stream: must be a boolean, got %s", kindName(v.Kind()))
+			return invalid("stream: must be a boolean, got %s", translate.KindName(v.Kind()))
 		}
 	case "max_tokens", "max_completion_tokens":
 		v, err := r.dec.ReadValue()
@@ -210,7 +210,7 @@ func (r *Request) topMember(name string) error {
 			}
 			r.setState(func() { r.maxTokens[i] = int(min(n, 1<<31)) })
 		default:
-			return invalid("%s: must be a number, got %s", name, kindName(v.Kind()))
+			return invalid("%s: must be a number, got %s", name, translate.KindName(v.Kind()))
 		}
 	case "messages":
 		if k := r.dec.PeekKind(); k != '[' {
@@ -484,22 +484,4 @@ func (r *Request) Finished() (done, stream bool, maxTokens int) {
 		maxTokens = r.maxTokens[1]
 	}
 	return r.done, r.stream, maxTokens
-}
-
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case 'n':
-		return "null"
-	case 't', 'f':
-		return "a boolean"
-	case '"':
-		return "a string"
-	case '0':
-		return "a number"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	}
-	return "kind " + strconv.Quote(string(rune(k)))
 }

@@ -84,6 +84,8 @@ var bodies = map[string]string{
   "model" : "claude-opus-5-5"
 }`,
 	"model middle": `{"stream":true,"model":"claude-opus-5-5","messages":[{"role":"user","content":"hi"}]}`,
+	// Over SmallBody: forwarded while it arrives even with its length known.
+	"large, model after a message": `{"messages":[{"role":"user","content":"` + strings.Repeat("long ", 4<<10) + `"}],"model":"claude-opus-5-5","stream":true,"messages_after":[1,2]}`,
 }
 
 // TestSplitAtEveryByteOfModel: the body cut at every byte boundary in and

@@ -65,12 +65,12 @@ type Item struct {
 // Part is a content part: input_text, output_text, input_image, refusal,
 // summary_text, reasoning_text.
 type Part struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Refusal  string `json:"refusal"`
-	ImageURL string `json:"image_url"`
-	FileID   string `json:"file_id"`
-	Detail   string `json:"detail"`
+	Type     string         `json:"type"`
+	Text     jsontext.Value `json:"text"` // a string, kept quoted
+	Refusal  string         `json:"refusal"`
+	ImageURL string         `json:"image_url"`
+	FileID   string         `json:"file_id"`
+	Detail   string         `json:"detail"`
 }
 
 // Tool is a tool offered to the model: "function" (Parameters is a JSON

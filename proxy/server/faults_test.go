@@ -309,14 +309,6 @@ func TestFaultColdStartPings(t *testing.T) {
 
 // readAllClean reads a body to its end and fails unless it ends cleanly
 // (io.EOF, not a broken connection).
-func readAllClean(t *testing.T, body io.Reader) []byte {
-	t.Helper()
-	b, err := io.ReadAll(body)
-	if err != nil {
-		t.Fatalf("the response did not end cleanly: %v\n%s", err, b)
-	}
-	return b
-}
 
 // TestFaultBackendDiesMidStream: the backend's connection is cut, or it
 // sends an error object, after the stream began. The Messages client gets
@@ -331,15 +323,7 @@ func TestFaultBackendDiesMidStream(t *testing.T) {
 		{"stub:error-midstream", "stub: failure mid-stream"},
 	} {
 		t.Run("messages "+tc.trigger, func(t *testing.T) {
-			resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"`+tc.trigger+`"}]}`)
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("status %d", resp.StatusCode)
-			}
-			events := readAllClean(t, resp.Body)
-			if err := ssecheck.Check(events); err != nil {
-				t.Fatalf("grammar: %v\n%s", err, events)
-			}
+			events := streamEvents(t, h, "/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"`+tc.trigger+`"}]}`)
 			evs, _ := ssecheck.Parse(events)
 			last := evs[len(evs)-1]
 			if last.Name != "error" {
@@ -366,7 +350,7 @@ func TestFaultBackendDiesMidStream(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
-			b := readAllClean(t, resp.Body)
+			b := readEvents(t, resp.Body)
 			var datas []string
 			for _, line := range strings.Split(string(b), "\n") {
 				if d, ok := strings.CutPrefix(line, "data: "); ok {
@@ -432,12 +416,7 @@ func TestFaultStreamTimeout(t *testing.T) {
 	})
 	t.Run("between reads", func(t *testing.T) {
 		h := newHarness(t, harnessOptions{stub: stub.Options{EventDelay: 2 * time.Second}, extraYAML: "      stream_timeout: 0.3\n"})
-		resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-		events := readAllClean(t, resp.Body)
-		resp.Body.Close()
-		if err := ssecheck.Check(events); err != nil {
-			t.Fatalf("grammar: %v\n%s", err, events)
-		}
+		events := streamEvents(t, h, "/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 		evs, _ := ssecheck.Parse(events)
 		if last := evs[len(evs)-1]; last.Name != "error" {
 			t.Fatalf("last event %s:\n%s", last.Name, events)
@@ -447,8 +426,8 @@ func TestFaultStreamTimeout(t *testing.T) {
 		waitCancelled(t, h, 1)
 
 		h.backend.Reset()
-		resp = h.post("/v1/chat/completions", `{"model":"local-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-		b := readAllClean(t, resp.Body)
+		resp := h.post("/v1/chat/completions", `{"model":"local-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+		b := readEvents(t, resp.Body)
 		resp.Body.Close()
 		if !strings.Contains(string(b), "(proxy_params.stream_timeout)") || !strings.Contains(string(b), `"type":"timeout"`) {
 			t.Errorf("chat stream: %s", b)

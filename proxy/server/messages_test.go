@@ -274,13 +274,31 @@ func TestMessagesOffWithoutPassThrough(t *testing.T) {
 }
 
 // readEvents reads a Messages stream's events until it ends.
+// readEvents reads a response body that must end cleanly.
 func readEvents(t *testing.T, body io.Reader) []byte {
 	t.Helper()
 	b, err := io.ReadAll(body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the response did not end cleanly: %v\n%s", err, b)
 	}
 	return b
+}
+
+// streamEvents posts a streamed Messages request and returns the events of
+// its answer, which must be a 200 that ends cleanly and keeps the stream's
+// grammar (ssecheck).
+func streamEvents(t *testing.T, h *harness, path, body string) []byte {
+	t.Helper()
+	resp := h.post(path, body)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	events := readEvents(t, resp.Body)
+	if err := ssecheck.Check(events); err != nil {
+		t.Fatalf("grammar: %v\n%s", err, events)
+	}
+	return events
 }
 
 // streamedText joins the text deltas of a Messages stream.
@@ -305,15 +323,7 @@ func streamedText(t *testing.T, events []byte) string {
 
 func TestMessagesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{FirstTokenDelay: 700 * time.Millisecond}, ping: 100 * time.Millisecond})
-	resp := h.post("/v1/messages?beta=true", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	events := readEvents(t, resp.Body)
-	if err := ssecheck.Check(events); err != nil {
-		t.Fatalf("grammar: %v\n%s", err, events)
-	}
+	events := streamEvents(t, h, "/v1/messages?beta=true", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	text := string(events)
 	firstPing, firstBlock := strings.Index(text, "event: ping"), strings.Index(text, "event: content_block_start")
 	if firstPing < 0 || firstBlock < 0 || firstPing > firstBlock {

@@ -227,7 +227,7 @@ func TestNativeColdStartPings(t *testing.T) {
 	if headers := time.Since(start); resp.StatusCode != 200 || headers > 2*time.Second {
 		t.Fatalf("status %d after %s: the stream should commit at the first ping interval", resp.StatusCode, headers)
 	}
-	events := string(readAllClean(t, resp.Body))
+	events := string(readEvents(t, resp.Body))
 	head, _, found := strings.Cut(events, "event: message_start")
 	if !found {
 		t.Fatalf("no message_start:\n%s", events)
@@ -299,7 +299,7 @@ func TestNativeMidStreamFailures(t *testing.T) {
 		"stub:die":             "the backend stream broke off",
 	} {
 		resp := h.post("/v1/messages", `{"model":"claude-opus-5-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"`+prompt+`"}]}`)
-		events := string(readAllClean(t, resp.Body))
+		events := string(readEvents(t, resp.Body))
 		resp.Body.Close()
 		_, last, _ := strings.Cut(events, "event: error\n")
 		if !strings.Contains(last, want) || strings.Contains(last, "event:") {

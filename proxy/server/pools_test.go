@@ -351,6 +351,13 @@ func TestPoolBoundedLoad(t *testing.T) {
 	t.Logf("64 streams, half one session: peak in flight per backend %v, moves %v", peaks, p.bal.Counters().Moves)
 }
 
+// maxParallelProxy is the proxy with one alias, coder, on backend b with
+// max_parallel_requests: 2 and the given queue_timeout (seconds).
+func maxParallelProxy(t *testing.T, b *poolBackend, queueTimeout string) *poolProxy {
+	y := fmt.Sprintf("model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: k, max_parallel_requests: 2}\nrouter_settings: {queue_timeout: %s}\n", b.url(), queueTimeout)
+	return newPoolProxyYAML(t, y, []*poolBackend{b}, balance.Options{})
+}
+
 // TestPoolMaxParallel: max_parallel_requests 2 and 10 concurrent
 // requests: never more than 2 at the backend, all served in turn; with a
 // short queue_timeout the ones left waiting get 429 in their endpoint's
@@ -358,11 +365,7 @@ func TestPoolBoundedLoad(t *testing.T) {
 func TestPoolMaxParallel(t *testing.T) {
 	b := newPoolBackend(t, stub.Options{FirstTokenDelay: 50 * time.Millisecond, Events: 1})
 	b.untilAnswer = true
-	mk := func(queueTimeout string) *poolProxy {
-		y := fmt.Sprintf("model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: k, max_parallel_requests: 2}\nrouter_settings: {queue_timeout: %s}\n", b.url(), queueTimeout)
-		return newPoolProxyYAML(t, y, []*poolBackend{b}, balance.Options{})
-	}
-	p := mk("30")
+	p := maxParallelProxy(t, b, "30")
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	// Non-stream answers, counted at the backend from arrival until the
@@ -384,7 +387,7 @@ func TestPoolMaxParallel(t *testing.T) {
 		t.Errorf("%d of 10 served, peak %d in flight at the backend; want 10 and 2", ok.Load(), b.peak.Load())
 	}
 
-	p = mk("0.02") // 20 ms: shorter than one answer
+	p = maxParallelProxy(t, b, "0.02") // 20 ms: shorter than one answer
 	var mu sync.Mutex
 	shapes := map[string][]byte{}
 	for i := range 8 {
@@ -422,11 +425,7 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	// 8 events 10 ms apart: each stream holds its slot for 80 ms or more.
 	b := newPoolBackend(t, stub.Options{Events: 8, EventDelay: 10 * time.Millisecond})
 	b.untilAnswer = true
-	mk := func(queueTimeout string) *poolProxy {
-		y := fmt.Sprintf("model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: k, max_parallel_requests: 2}\nrouter_settings: {queue_timeout: %s}\n", b.url(), queueTimeout)
-		return newPoolProxyYAML(t, y, []*poolBackend{b}, balance.Options{})
-	}
-	p := mk("30")
+	p := maxParallelProxy(t, b, "30")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var bad []string
@@ -464,7 +463,7 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 
 	// Two streams hold both slots for 80 ms or more; a stream queued
 	// behind them gives up after 20 ms.
-	p = mk("0.02")
+	p = maxParallelProxy(t, b, "0.02")
 	b.peak.Store(0)
 	for i := range 2 {
 		wg.Go(func() { p.post("/v1/chat/completions", "", chatBody(fmt.Sprint("hold", i), true)) })

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
 
@@ -17,15 +16,7 @@ import (
 // to the client, each between two events and never inside one.
 func TestMessagesStreamPingsBetweenSlowEvents(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{Events: 3, EventDelay: 350 * time.Millisecond}, ping: 100 * time.Millisecond})
-	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	events := readEvents(t, resp.Body)
-	if err := ssecheck.Check(events); err != nil {
-		t.Fatalf("grammar: %v\n%s", err, events)
-	}
+	events := streamEvents(t, h, "/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	text := string(events)
 	first := strings.Index(text, "event: content_block_delta")
 	if first < 0 {
@@ -72,12 +63,7 @@ func TestMessagesStreamPingsWhileToolArgumentsAreHeld(t *testing.T) {
 	}))
 	defer backend.Close()
 	h := newHarness(t, harnessOptions{backendURL: backend.URL + "/v1", ping: 50 * time.Millisecond})
-	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	defer resp.Body.Close()
-	events := readEvents(t, resp.Body)
-	if err := ssecheck.Check(events); err != nil {
-		t.Fatalf("grammar: %v\n%s", err, events)
-	}
+	events := streamEvents(t, h, "/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	text := string(events)
 	start := strings.Index(text, `"type":"tool_use"`)
 	delta := strings.Index(text, "event: content_block_delta")

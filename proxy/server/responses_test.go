@@ -132,19 +132,7 @@ func TestResponsesSDKFunctionToolRoundTrip(t *testing.T) {
 	if call.Name != "get_weather" || call.CallID != "call_stub_1" || call.Arguments != `{"city": "stub-city"}` {
 		t.Fatalf("call %+v", call)
 	}
-	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
-	out.OfFunctionCallOutput.CallID = openai.String(call.CallID) // the SDK's helper leaves it to the caller
-	second, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
-		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
-		responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())},
-		out,
-	)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := second.OutputText(); got != "Got the tool result: Sunny, 21 C" {
-		t.Errorf("answer %q", got)
-	}
+	answerWeatherCall(t, c, call)
 	reqs := h.backendRequests()
 	last := reqs[len(reqs)-1]["messages"].([]any)
 	if len(last) != 3 {
@@ -154,6 +142,26 @@ func TestResponsesSDKFunctionToolRoundTrip(t *testing.T) {
 	calls := asst["tool_calls"].([]any)
 	if asst["role"] != "assistant" || len(calls) != 1 || calls[0].(map[string]any)["id"] != "call_stub_1" || tool["role"] != "tool" {
 		t.Fatalf("round trip reached the backend as %v / %v", asst, tool)
+	}
+}
+
+// answerWeatherCall sends the second turn of a get_weather round trip:
+// the question, the model's call, its output; the stub answers with the
+// output it got.
+func answerWeatherCall(t *testing.T, c openai.Client, call responses.ResponseFunctionToolCall) {
+	t.Helper()
+	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
+	out.OfFunctionCallOutput.CallID = openai.String(call.CallID) // the SDK's helper leaves it to the caller
+	second, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
+		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
+		responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())},
+		out,
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := second.OutputText(); got != "Got the tool result: Sunny, 21 C" {
+		t.Errorf("answer %q", got)
 	}
 }
 

@@ -75,20 +75,7 @@ func TestResponsesNativeSDKToolRoundTrip(t *testing.T) {
 		t.Errorf("accumulator snapshot %+v", snap.Output)
 	}
 
-	call := whole.Output[0].AsFunctionCall()
-	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
-	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
-	second, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
-		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
-		responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())},
-		out,
-	)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := second.OutputText(); got != "Got the tool result: Sunny, 21 C" {
-		t.Errorf("answer %q", got)
-	}
+	answerWeatherCall(t, c, whole.Output[0].AsFunctionCall())
 	reqs := nativeRequests(t, h)
 	last := string(reqs[len(reqs)-1].Body)
 	if !strings.Contains(last, `"type":"tool_use","id":"toolu_stub_1","name":"get_weather"`) || !strings.Contains(last, `"type":"tool_result","tool_use_id":"toolu_stub_1"`) {

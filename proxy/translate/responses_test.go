@@ -534,3 +534,27 @@ func FuzzChatToResponses(f *testing.F) {
 		}
 	})
 }
+
+// TestResponsesToChatTextKeptQuoted: message texts go to the backend as
+// the client quoted them, parts joined inside one JSON string; a text that
+// is not a string is refused.
+func TestResponsesToChatTextKeptQuoted(t *testing.T) {
+	body := `{"model":"a","input":[{"role":"user","content":[{"type":"input_text","text":"say \"hi\"\\"},{"type":"input_text","text":"caf\u00e9 \ud83d\ude00"},{"type":"input_text","text":null}]}]}`
+	br, _, err := ResponsesToChat([]byte(body), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out chat.Request
+	if err := json.Unmarshal(br.Body, &out); err != nil {
+		t.Fatalf("%v: %s", err, br.Body)
+	}
+	var content string
+	if err := json.Unmarshal(out.Messages[0].Content, &content); err != nil || content != "say \"hi\"\\\n\ncafé 😀" {
+		t.Fatalf("content %q (%v), body %s", content, err, br.Body)
+	}
+	_, _, err = ResponsesToChat([]byte(`{"model":"a","input":[{"role":"user","content":[{"type":"input_text","text":5}]}]}`), resolverFor(Target{BackendModel: "m"}))
+	var re *RequestError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "input.0.content.0.text: must be a string") {
+		t.Fatalf("a number as text: %v", err)
+	}
+}

@@ -99,10 +99,8 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 	b := responsesBuilder{call: call}
 	switch req.Instructions.Kind() {
 	case '"':
-		var s string
-		_ = json.Unmarshal(req.Instructions, &s)
-		if s != "" {
-			b.push(chatTurn{role: "system", parts: []turnPart{{text: s}}})
+		if len(req.Instructions) > len(`""`) {
+			b.push(chatTurn{role: "system", parts: []turnPart{{text: req.Instructions}}})
 		}
 	case 'n', jsontext.KindInvalid:
 	default:
@@ -221,8 +219,11 @@ type chatTurn struct {
 }
 
 // turnPart is text, or an image when image is set (a URL or data URL).
+// The text is a JSON string as the client wrote it (the decoder has
+// checked it, valid UTF-8 included): it goes on to the backend without
+// being unquoted and quoted again.
 type turnPart struct {
-	text  string
+	text  jsontext.Value
 	image string
 }
 
@@ -236,7 +237,7 @@ func (t *chatTurn) encode() chatMessageOut {
 	case len(t.parts) == 0 && t.role == "assistant":
 		m.Content = nil
 	case !images:
-		sep := "\n\n"
+		sep := `\n\n` // escaped, as in a JSON string
 		if t.role == "assistant" || t.role == "tool" {
 			sep = ""
 		}
@@ -244,26 +245,30 @@ func (t *chatTurn) encode() chatMessageOut {
 			m.Content = t.parts[0].text
 			break
 		}
-		n := len(sep) * (len(t.parts) - 1)
+		// The parts' quoted contents joined: JSON escapes stand alone, so
+		// the join of escaped texts is the escaped join.
+		n := len(`""`) + len(sep)*(len(t.parts)-1)
 		for _, p := range t.parts {
-			n += len(p.text)
+			n += len(p.text) - len(`""`)
 		}
-		var sb strings.Builder
-		sb.Grow(n)
+		joined := make([]byte, 0, n)
+		joined = append(joined, '"')
 		for i, p := range t.parts {
 			if i > 0 {
-				sb.WriteString(sep)
+				joined = append(joined, sep...)
 			}
-			sb.WriteString(p.text)
+			joined = append(joined, p.text[1:len(p.text)-1]...)
 		}
-		m.Content = sb.String()
+		m.Content = jsontext.Value(append(joined, '"'))
 	default:
 		parts := make([]chat.ContentPart, 0, len(t.parts))
 		for _, p := range t.parts {
 			if p.image != "" {
 				parts = append(parts, chat.ContentPart{Type: "image_url", ImageURL: &chat.ImageURL{URL: p.image}})
 			} else {
-				parts = append(parts, chat.ContentPart{Type: "text", Text: p.text})
+				var text string
+				_ = json.Unmarshal(p.text, &text, jsontext.AllowInvalidUTF8(true))
+				parts = append(parts, chat.ContentPart{Type: "text", Text: text})
 			}
 		}
 		m.Content = parts
@@ -298,21 +303,21 @@ func (b *responsesBuilder) push(t chatTurn) {
 	b.turns = append(b.turns, t)
 }
 
+var imagesNote = jsontext.Value(`"(images from the tool results above)"`)
+
 func (b *responsesBuilder) flushImages() {
 	if len(b.images) == 0 {
 		return
 	}
 	imgs := b.images
 	b.images = nil
-	b.push(chatTurn{role: "user", parts: append([]turnPart{{text: "(images from the tool results above)"}}, imgs...)})
+	b.push(chatTurn{role: "user", parts: append([]turnPart{{text: imagesNote}}, imgs...)})
 }
 
 func (b *responsesBuilder) input(v jsontext.Value) error {
 	switch v.Kind() {
 	case '"':
-		var s string
-		_ = json.Unmarshal(v, &s)
-		b.push(chatTurn{role: "user", parts: []turnPart{{text: s}}})
+		b.push(chatTurn{role: "user", parts: []turnPart{{text: v}}})
 		return nil
 	case '[':
 	case jsontext.KindInvalid, 'n':
@@ -403,12 +408,10 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 	var parts []turnPart
 	switch it.Content.Kind() {
 	case '"':
-		var s string
-		_ = json.Unmarshal(it.Content, &s)
-		parts = append(parts, turnPart{text: s})
+		parts = append(parts, turnPart{text: it.Content})
 	case '[':
 		var ps []responses.Part
-		if err := json.Unmarshal(it.Content, &ps, decodeOpts); err != nil {
+		if err := json.Unmarshal(it.Content, &ps, decodeOpts, aliasRaw); err != nil {
 			return prefixed("input."+strconv.Itoa(i)+".content", decodeError(err))
 		}
 		for j := range ps {
@@ -440,9 +443,15 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 	switch p.Type {
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-		return turnPart{text: p.Text}, p.Text != "", nil
+		switch p.Text.Kind() {
+		case '"':
+			return turnPart{text: p.Text}, len(p.Text) > len(`""`), nil
+		case 'n', jsontext.KindInvalid:
+			return turnPart{}, false, nil
+		}
+		return turnPart{}, false, invalidf("input.%d.content.%d.text: must be a string, got %s", i, j, kindName(p.Text.Kind()))
 	case "refusal":
-		return turnPart{text: p.Refusal}, p.Refusal != "", nil
+		return turnPart{text: jsonQuote(p.Refusal)}, p.Refusal != "", nil
 	case "input_image":
 		if p.ImageURL == "" {
 			return turnPart{}, false, invalidf("input.%d.content.%d: an input_image needs image_url (an https or data: URL); file_id is not supported by the backend", i, j)
@@ -459,12 +468,10 @@ func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 func outputParts(v jsontext.Value, i int) ([]turnPart, error) {
 	switch v.Kind() {
 	case '"':
-		var s string
-		_ = json.Unmarshal(v, &s)
-		return []turnPart{{text: s}}, nil
+		return []turnPart{{text: v}}, nil
 	case '[':
 		var ps []responses.Part
-		if err := json.Unmarshal(v, &ps, decodeOpts); err != nil {
+		if err := json.Unmarshal(v, &ps, decodeOpts, aliasRaw); err != nil {
 			return nil, prefixed("input."+strconv.Itoa(i)+".output", decodeError(err))
 		}
 		var out []turnPart

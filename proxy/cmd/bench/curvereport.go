@@ -183,16 +183,8 @@ func (cr *curveResults) render(date time.Time, machine string, plots []string) s
 	if len(cr.conns) > 0 {
 		code("Throughput against connections (chat 54 KB non-stream, closed loop)", cr.connTable())
 	}
-	var rows []row
-	for _, g := range cr.goals() {
-		met := "met"
-		if !g.met {
-			met = "NOT met"
-		}
-		rows = append(rows, row{g.what, g.limit, g.got, met})
-	}
-	if len(rows) > 0 {
-		code("Targets (issue 18)", table(row{"target (issue 18)", "limit", "this run", ""}, rows))
+	if t := goalTable("target (issue 18)", cr.goals()); t != "" {
+		code("Targets (issue 18)", t)
 	}
 	return b.String()
 }

@@ -126,19 +126,11 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 	header.Set("Authorization", "Bearer "+clientKey)
 
 	if which["size"] || which["tools"] || which["conns"] {
-		stub, err := r.stub("curve-stub", "--events", "64")
+		stub, fl, dm, err := r.chain("-curve", "--events", "64")
 		if err != nil {
 			return nil, err
 		}
 		r.stubURL = stub.url
-		fl, err := r.floor("curve-floor", stub)
-		if err != nil {
-			return nil, err
-		}
-		dm, err := r.dragoman("curve-dragoman", stub, "warn")
-		if err != nil {
-			return nil, err
-		}
 		pids := []int{stub.pid(), fl.pid(), dm.pid()}
 		point := func(k *kase, n int) (curvePoint, error) {
 			ts := k.targets(stub.url, fl.url, dm.url)

@@ -186,15 +186,24 @@ func (res *results) goals() []goal {
 }
 
 func (res *results) goalTable() string {
+	return goalTable("target (issue 7)", res.goals())
+}
+
+// goalTable renders goals as a table of target, limit, this run's number
+// and whether it was met; "" without goals.
+func goalTable(title string, goals []goal) string {
+	if len(goals) == 0 {
+		return ""
+	}
 	var rows []row
-	for _, g := range res.goals() {
+	for _, g := range goals {
 		met := "met"
 		if !g.met {
 			met = "NOT met"
 		}
 		rows = append(rows, row{g.what, g.limit, g.got, met})
 	}
-	return table(row{"target (issue 7)", "limit", "this run", ""}, rows)
+	return table(row{title, "limit", "this run", ""}, rows)
 }
 
 func (res *results) render() string {

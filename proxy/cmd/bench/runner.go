@@ -53,6 +53,22 @@ func (r *runner) stub(name string, args ...string) (*proc, error) {
 	return r.launch(name, nil, r.stubBin, append([]string{"--host", "127.0.0.1", "--port", "PORT"}, args...)...)
 }
 
+// chain starts the three processes of a measurement: a stub (with
+// stubArgs) and, in front of it, the floor and Dragoman at log level warn.
+// Their logs are stub, floor and dragoman, each followed by suffix.
+func (r *runner) chain(suffix string, stubArgs ...string) (stub, fl, dm *proc, err error) {
+	if stub, err = r.stub("stub"+suffix, stubArgs...); err != nil {
+		return nil, nil, nil, err
+	}
+	if fl, err = r.floor("floor"+suffix, stub); err != nil {
+		return nil, nil, nil, err
+	}
+	if dm, err = r.dragoman("dragoman"+suffix, stub, "warn"); err != nil {
+		return nil, nil, nil, err
+	}
+	return stub, fl, dm, nil
+}
+
 func (r *runner) floor(name string, backend *proc) (*proc, error) {
 	return r.launch(name, nil, r.self, "floor", "--port", "PORT", "--backend", backend.url)
 }
@@ -134,19 +150,11 @@ func (r *runner) all() (*results, error) {
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no case matches %q", r.only)
 	}
-	stub, err := r.stub("stub", "--events", "64", "--protocol", "messages")
+	stub, fl, dm, err := r.chain("", "--events", "64", "--protocol", "messages")
 	if err != nil {
 		return nil, err
 	}
 	r.stubURL = stub.url
-	fl, err := r.floor("floor", stub)
-	if err != nil {
-		return nil, err
-	}
-	dm, err := r.dragoman("dragoman", stub, "warn")
-	if err != nil {
-		return nil, err
-	}
 	dmInfo, err := r.dragoman("dragoman-info", stub, "info")
 	if err != nil {
 		return nil, err
@@ -251,15 +259,7 @@ func (r *runner) all() (*results, error) {
 	// streams of the 54 KB Messages request open at once.
 	r.stubURL = ""
 	progress("memory: 256 concurrent streams (stub paced at 64 events, 20 ms apart)")
-	paced, err := r.stub("stub-paced", "--events", "64", "--event-delay", "20ms")
-	if err != nil {
-		return nil, err
-	}
-	flS, err := r.floor("floor-streams", paced)
-	if err != nil {
-		return nil, err
-	}
-	dmS, err := r.dragoman("dragoman-streams", paced, "warn")
+	paced, flS, dmS, err := r.chain("-streams", "--events", "64", "--event-delay", "20ms")
 	if err != nil {
 		return nil, err
 	}
