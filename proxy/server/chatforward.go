@@ -13,7 +13,8 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
-// prepareChat is prepare for the Chat endpoint. A body over
+// prepareChat is prepare for the Chat endpoint. With
+// Options.ForwardChatBody, a body over
 // passthrough.SmallBody whose length the client announced is read only as
 // far as its model; the backend is chosen, and when it needs nothing but
 // the model changed the body is forwarded while it arrives (x.fwd).
@@ -22,7 +23,7 @@ import (
 // or has its max_tokens clamped to max_output_tokens or a known context
 // window) the body is read whole and translated, as prepare does.
 func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, f format) (*exchange, bool) {
-	if r.ContentLength <= passthrough.SmallBody { // -1 too: unknown
+	if !s.forwardBody || r.ContentLength <= passthrough.SmallBody { // -1 too: unknown
 		return s.prepareFor(w, r, f, translate.ChatToChat, translate.ChatToMessagesRequest)
 	}
 	body, ok := s.openBody(w, r, f)

@@ -46,6 +46,22 @@ func forwardBackend(t *testing.T) (url string, firstBytes <-chan struct{}, bodie
 func TestChatBodyForwardedWhileItArrives(t *testing.T) {
 	url, first, bodies := forwardBackend(t)
 	h := newHarness(t, harnessOptions{backendURL: url})
+	sendWhileBackendWaits(t, h, first, bodies, true)
+}
+
+// TestChatBodyHeldWithoutForwarding: without Options.ForwardChatBody (the
+// binary's default) the backend gets nothing before the body arrived whole.
+func TestChatBodyHeldWithoutForwarding(t *testing.T) {
+	url, first, bodies := forwardBackend(t)
+	h := newHarness(t, harnessOptions{backendURL: url, wholeBody: true})
+	sendWhileBackendWaits(t, h, first, bodies, false)
+}
+
+// sendWhileBackendWaits sends a 64 KiB Chat body in two writes; the
+// backend must (forwarded) or must not have received its start between
+// them, and gets it whole with model rewritten either way.
+func sendWhileBackendWaits(t *testing.T, h *harness, first <-chan struct{}, bodies <-chan string, forwarded bool) {
+	t.Helper()
 	head := `{"model":"claude-opus-5-5","messages":[{"role":"user","content":"` + strings.Repeat("x", 64<<10) + `"}`
 	tail := `],"stream":false,"max_tokens":77}`
 	pr, pw := io.Pipe()
@@ -62,11 +78,20 @@ func TestChatBodyForwardedWhileItArrives(t *testing.T) {
 		done <- resp
 	}()
 	io.WriteString(pw, head)
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
-		pw.CloseWithError(io.ErrUnexpectedEOF)
-		t.Fatal("the backend got nothing while the client was still sending: the body was held")
+	if forwarded {
+		select {
+		case <-first:
+		case <-time.After(10 * time.Second):
+			pw.CloseWithError(io.ErrUnexpectedEOF)
+			t.Fatal("the backend got nothing while the client was still sending: the body was held")
+		}
+	} else {
+		select {
+		case <-first:
+			pw.CloseWithError(io.ErrUnexpectedEOF)
+			t.Fatal("the backend got the body's start while the client was still sending, without ForwardChatBody")
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	io.WriteString(pw, tail)
 	pw.Close()

@@ -48,6 +48,7 @@ type harnessOptions struct {
 	metrics    bool           // export metrics on GET /metrics (h.metrics)
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
+	wholeBody  bool // Options.ForwardChatBody off (the binary's default; on in the harness so its tests reach both paths)
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -106,6 +107,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Metrics:      h.metrics,
 		ServeMetrics: o.metrics,
 		Tracer:       o.tracer,
+
+		ForwardChatBody: !o.wholeBody,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

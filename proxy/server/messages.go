@@ -47,7 +47,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 		if x.route.Protocol == config.ProtocolMessages {
 			// The backend answered in the Messages format: only the model changes.
 			out, err := translate.ChatResponseModel(b, x.alias)
-			return out, chat.ParseUsage(b), err
+			return out, translate.MessagesUsage(b), err
 		}
 		return translate.ChatToMessagesWithUsage(b, x.alias)
 	})

@@ -297,3 +297,52 @@ func TestMetricsCachedAndReasoningTokens(t *testing.T) {
 		"alias=coder,backend=usage,kind=cache_read": 128, "alias=coder,backend=usage,kind=reasoning": 50,
 	})
 }
+
+// TestMetricsNativeUsage: a Messages (vendora/) backend's usage reaches the
+// token counters on every path to it: Messages and Chat clients, JSON and
+// stream. Its input counts the cached and cache-creation tokens, as on the
+// Chat side; a message_delta's counts replace message_start's.
+func TestMetricsNativeUsage(t *testing.T) {
+	const usage = `"usage":{"input_tokens":10,"cache_read_input_tokens":6,"cache_creation_input_tokens":4,"output_tokens":1}`
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		start := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,` + usage + `}`
+		if !strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(strings.Replace(strings.Replace(start, `"content":[]`, `"content":[{"type":"text","text":"ok"}]`, 1), `"output_tokens":1`, `"output_tokens":7`, 1)))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`event: message_start` + "\n" + `data: {"type":"message_start","message":` + start + `}`,
+			`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}`,
+			`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+			`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+			`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+		} {
+			io.WriteString(w, ev+"\n\n")
+		}
+	}))
+	defer backend.Close()
+	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendora/m, api_base: '" + backend.URL + "/v1', api_key: os.environ/TEST_BACKEND_KEY, name: native}\n"
+	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
+	for i, c := range []struct {
+		path string
+		body string
+	}{
+		{"/v1/messages", messagesBody("m0", false)},
+		{"/v1/messages", messagesBody("m1", true)},
+		{"/v1/chat/completions", chatBody("c0", false)},
+		{"/v1/chat/completions", chatBody("c1", true)},
+	} {
+		resp := h.post(c.path, c.body)
+		if body := drain(t, resp); resp.StatusCode != 200 || !strings.Contains(body, "ok") {
+			t.Fatalf("request %d, %s: %d %s", i, c.path, resp.StatusCode, body)
+		}
+	}
+	checkSeries(t, scrape(t, h.proxy.URL), "dragoman_tokens_total", map[string]float64{
+		"alias=coder,backend=native,kind=input": 4 * 20, "alias=coder,backend=native,kind=output": 4 * 7,
+		"alias=coder,backend=native,kind=cache_read": 4 * 6, "alias=coder,backend=native,kind=reasoning": 0,
+	})
+}

@@ -91,6 +91,7 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 		out.committed = true
 	}
 	err := relay(w, r, res.resp.Body, scrubFeed(ns.Feed, route.apiKey), ns.Done, translate.AppendPing, s.ping)
+	noteUsage(w, ns.BackendUsage())
 	if err == nil && !ns.Done() {
 		err = errors.New("the backend stream broke off before message_stop")
 	}
@@ -165,7 +166,8 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 			s.chatBackendError(w, r, err, route)
 			return
 		}
-		out, err := translate.MessagesToChatResponse(b, route.alias, now)
+		out, usage, err := translate.MessagesToChatResponse(b, route.alias, now)
+		noteUsage(w, usage)
 		bufpool.Put(b)
 		if err != nil {
 			chatFormat.write(w, problemf(badGateway, "the backend's answer is not a Messages response: %s", scrub(err.Error(), route.apiKey)))
@@ -180,6 +182,7 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 	commitStream(w)
 	rs := translate.NewReverseStream(route.alias, now, x.req.IncludeUsage)
 	err := relay(w, r, resp.Body, scrubFeed(rs.Feed, route.apiKey), rs.Done, nil, 0)
+	noteUsage(w, rs.BackendUsage())
 	if err == nil {
 		var out []byte
 		if out, err = rs.Finish(nil); len(out) > 0 {

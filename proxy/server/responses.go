@@ -55,7 +55,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 	}
 	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, *chat.Usage, error) {
 		if x.route.Protocol == config.ProtocolMessages {
-			chatBody, err := translate.MessagesToChatResponse(b, x.alias, created)
+			chatBody, _, err := translate.MessagesToChatResponse(b, x.alias, created)
 			if err != nil {
 				return nil, nil, err
 			}

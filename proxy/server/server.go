@@ -47,6 +47,11 @@ type Options struct {
 	// ServeMetrics serves Metrics on GET /metrics, without the client key.
 	ServeMetrics bool
 	Tracer       *tracing.Tracer // nil: no traces
+	// ForwardChatBody forwards a Chat pass-through body over
+	// passthrough.SmallBody while it arrives instead of reading it whole
+	// first (see prepareChat). Off by default: on loopback its streaming
+	// validation costs more than it saves (docs/performance.md).
+	ForwardChatBody bool
 }
 
 // Server serves the proxy's endpoints. It is an http.Handler.
@@ -60,6 +65,8 @@ type Server struct {
 	mux  *http.ServeMux
 	// native: some backend speaks the Messages format (vendora/).
 	native bool
+	// forwardBody: Options.ForwardChatBody.
+	forwardBody bool
 
 	admission sync.RWMutex // orders admissions before Drain's Wait
 	draining  atomic.Bool
@@ -93,6 +100,8 @@ func New(cfg *config.Config, opts Options) *Server {
 		known:    map[backendModel]discover.Info{},
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,
+
+		forwardBody: opts.ForwardChatBody,
 	}
 	s.aliasNames = cfg.Aliases()
 	s.aliases = alias.New(s.aliasNames)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
@@ -212,6 +213,8 @@ type NativeStream struct {
 	skip    bool // leave out the backend's message_start
 	drop    bool // the event being read is left out
 	err     *BackendError
+	usage   messages.Usage
+	counted bool // a usage came
 }
 
 // NewNativeStream returns the relay of one Messages stream whose
@@ -231,6 +234,15 @@ func (n *NativeStream) Done() bool { return n.done }
 // Ended reports whether the stream ended with message_stop.
 func (n *NativeStream) Ended() bool { return n.stopped }
 
+// BackendUsage returns the usage of message_start and message_delta so
+// far, in the Chat form (ChatUsage); nil when none came.
+func (n *NativeStream) BackendUsage() *chat.Usage {
+	if !n.counted {
+		return nil
+	}
+	return ChatUsage(n.usage)
+}
+
 // BackendErr returns the error event the backend sent, which Feed relayed
 // as it was, or nil; for the caller's logs.
 func (n *NativeStream) BackendErr() *BackendError { return n.err }
@@ -239,6 +251,7 @@ var (
 	eventField       = []byte("event:")
 	messageStartName = []byte(messages.EventMessageStart)
 	messageStopName  = []byte(messages.EventMessageStop)
+	messageDeltaName = []byte(messages.EventMessageDelta)
 	errorEventName   = []byte(messages.EventError)
 )
 
@@ -286,12 +299,15 @@ func (n *NativeStream) line(dst, line, ending []byte) []byte {
 		payload = bytes.TrimPrefix(payload, []byte{' '})
 		switch {
 		case bytes.Equal(n.name, messageStartName) || len(n.name) == 0 && bytes.Contains(payload, messageStartName):
+			n.noteUsage(payload)
 			if out, ok := n.startModel(payload); ok {
 				at := len(line) - len(payload)
 				n.event = append(n.event, line[:at]...)
 				n.event = append(append(n.event, out...), ending...)
 				return dst
 			}
+		case bytes.Equal(n.name, messageDeltaName):
+			n.noteUsage(payload)
 		case bytes.Equal(n.name, errorEventName):
 			if e := parseBackendError(payload); e != nil {
 				n.err = e
@@ -300,6 +316,27 @@ func (n *NativeStream) line(dst, line, ending []byte) []byte {
 	}
 	n.event = append(append(n.event, line...), ending...)
 	return dst
+}
+
+// noteUsage takes the usage of a message_start (message.usage) or a
+// message_delta (usage: the counts it names replace those so far).
+func (n *NativeStream) noteUsage(data []byte) {
+	var ev struct {
+		Message *struct {
+			Usage *messages.Usage `json:"usage"`
+		} `json:"message"`
+		Usage *usageDelta `json:"usage"`
+	}
+	if json.Unmarshal(data, &ev, decodeOpts) != nil {
+		return
+	}
+	if ev.Message != nil && ev.Message.Usage != nil {
+		n.usage, n.counted = *ev.Message.Usage, true
+	}
+	if ev.Usage != nil {
+		ev.Usage.applyTo(&n.usage)
+		n.counted = true
+	}
 }
 
 // startModel rewrites message.model in the data of a message_start event;

@@ -70,7 +70,7 @@ func TestMessagesToChatResponse(t *testing.T) {
 		{"type":"thinking","thinking":"think","signature":"s"},{"type":"text","text":"Hi "},{"type":"text","text":"there"},
 		{"type":"tool_use","id":"toolu_1","name":"Bash","input":{ "command" : "ls" }}],
 		"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":90}}`
-	out, err := MessagesToChatResponse([]byte(in), "alias", 7)
+	out, _, err := MessagesToChatResponse([]byte(in), "alias", 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +78,13 @@ func TestMessagesToChatResponse(t *testing.T) {
 		"message":{"role":"assistant","content":"Hi there","reasoning_content":"think","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}"}}]},
 		"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":90}}}`)
 	for reason, want := range map[string]string{"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "content_filter", "pause_turn": "stop"} {
-		out, _ := MessagesToChatResponse([]byte(`{"type":"message","content":[],"stop_reason":"`+reason+`","usage":{}}`), "a", 0)
+		out, _, _ := MessagesToChatResponse([]byte(`{"type":"message","content":[],"stop_reason":"`+reason+`","usage":{}}`), "a", 0)
 		var r chat.Response
 		if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) != 1 || r.Choices[0].FinishReason != want || r.Choices[0].Message.Content == nil {
 			t.Errorf("%s: %s", reason, out)
 		}
 	}
-	if _, err := MessagesToChatResponse([]byte(`{"type":"error","error":{}}`), "a", 0); err == nil {
+	if _, _, err := MessagesToChatResponse([]byte(`{"type":"error","error":{}}`), "a", 0); err == nil {
 		t.Error("an error body passed as a message")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -21,13 +22,13 @@ import (
 // prompt_tokens and named in prompt_tokens_details. created is the Unix
 // time the caller stamps. A body that is not a Messages response is an
 // error (not a *RequestError: the backend is at fault).
-func MessagesToChatResponse(body []byte, alias string, created int64) ([]byte, error) {
+func MessagesToChatResponse(body []byte, alias string, created int64) ([]byte, *chat.Usage, error) {
 	var resp messages.Response
 	if err := json.Unmarshal(body, &resp, decodeOpts, jsontext.AllowInvalidUTF8(true)); err != nil {
-		return nil, fmt.Errorf("translate: backend response is not a message: %w", err)
+		return nil, nil, fmt.Errorf("translate: backend response is not a message: %w", err)
 	}
 	if resp.Type != "" && resp.Type != "message" {
-		return nil, fmt.Errorf("translate: backend response is a %q, not a message", resp.Type)
+		return nil, nil, fmt.Errorf("translate: backend response is a %q, not a message", resp.Type)
 	}
 	var text, reasoning strings.Builder
 	var calls []byte
@@ -74,7 +75,7 @@ func MessagesToChatResponse(body []byte, alias string, created int64) ([]byte, e
 	out = appendQuoted(out, MapStopReason(stop, nCalls > 0))
 	out = append(out, `}],"usage":`...)
 	out = appendChatUsage(out, resp.Usage)
-	return append(out, '}'), nil
+	return append(out, '}'), ChatUsage(resp.Usage), nil
 }
 
 // MapStopReason maps a Messages stop_reason to a Chat finish_reason:
@@ -134,18 +135,48 @@ func appendToolCall(dst []byte, index int, id, name, args string) []byte {
 	return append(dst, "}}"...)
 }
 
-// appendChatUsage appends Messages usage as Chat usage: the prompt is the
+// ChatUsage gives Messages usage in the Chat form: the prompt is the
 // input and both cache counts, the cached part named in
 // prompt_tokens_details.
-func appendChatUsage(dst []byte, u messages.Usage) []byte {
+func ChatUsage(u messages.Usage) *chat.Usage {
+	c := chatUsage(u)
+	return &c
+}
+
+func chatUsage(u messages.Usage) chat.Usage {
 	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		PromptTokensDetails: &chat.PromptTokensDetails{CachedTokens: u.CacheReadInputTokens}}
+}
+
+// appendChatUsage appends Messages usage as Chat usage (ChatUsage).
+func appendChatUsage(dst []byte, u messages.Usage) []byte {
+	c := chatUsage(u)
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(prompt), 10)
+	dst = strconv.AppendInt(dst, int64(c.PromptTokens), 10)
 	dst = append(dst, `,"completion_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(u.OutputTokens), 10)
+	dst = strconv.AppendInt(dst, int64(c.CompletionTokens), 10)
 	dst = append(dst, `,"total_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(prompt+u.OutputTokens), 10)
+	dst = strconv.AppendInt(dst, int64(c.TotalTokens), 10)
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(u.CacheReadInputTokens), 10)
+	dst = strconv.AppendInt(dst, int64(c.PromptTokensDetails.CachedTokens), 10)
 	return append(dst, "}}"...)
+}
+
+// MessagesUsage finds the top-level usage of a Messages response body, in
+// the Chat form (ChatUsage); nil when there is none or it is malformed.
+func MessagesUsage(body []byte) *chat.Usage {
+	top, err := scanObject(body, false, func(name string) bool { return name == "usage" })
+	if err != nil {
+		return nil
+	}
+	v, ok := top.get("usage")
+	if !ok || v.value.Kind() != '{' {
+		return nil
+	}
+	var u messages.Usage
+	if json.Unmarshal(v.value, &u, decodeOpts) != nil {
+		return nil
+	}
+	return ChatUsage(u)
 }

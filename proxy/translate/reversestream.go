@@ -30,6 +30,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
@@ -94,13 +95,29 @@ type reverseEvent struct {
 		PartialJSON string  `json:"partial_json"`
 		StopReason  *string `json:"stop_reason"`
 	} `json:"delta"`
-	Usage *struct {
-		InputTokens              *int `json:"input_tokens"`
-		OutputTokens             *int `json:"output_tokens"`
-		CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
-	} `json:"usage"`
+	Usage *usageDelta         `json:"usage"`
 	Error *messages.ErrorBody `json:"error"`
+}
+
+// usageDelta is the usage of a message_delta: each count it names
+// replaces the one of message_start.
+type usageDelta struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+}
+
+func (d *usageDelta) applyTo(u *messages.Usage) {
+	for _, f := range []struct {
+		src *int
+		dst *int
+	}{{d.InputTokens, &u.InputTokens}, {d.OutputTokens, &u.OutputTokens},
+		{d.CacheReadInputTokens, &u.CacheReadInputTokens}, {d.CacheCreationInputTokens, &u.CacheCreationInputTokens}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
 }
 
 // NewReverseStream returns the translator of one Messages stream into Chat
@@ -117,6 +134,15 @@ func (r *ReverseStream) Done() bool { return r.phase >= reverseEnded }
 
 // Ended reports whether the backend's stream came to message_stop.
 func (r *ReverseStream) Ended() bool { return r.phase == reverseEnded }
+
+// BackendUsage returns the usage the backend's stream reported so far, in
+// the Chat form (ChatUsage); nil before its message_start.
+func (r *ReverseStream) BackendUsage() *chat.Usage {
+	if r.phase == reverseNew {
+		return nil
+	}
+	return ChatUsage(r.usage)
+}
 
 // Feed feeds raw backend bytes, split anywhere, and appends the chunks
 // they complete. An error event returns a *BackendError; an event too
@@ -246,15 +272,7 @@ func (r *ReverseStream) event(dst []byte, name string, data []byte) []byte {
 			r.stop = *d.StopReason
 		}
 		if u := r.ev.Usage; u != nil {
-			for _, f := range []struct {
-				src *int
-				dst *int
-			}{{u.InputTokens, &r.usage.InputTokens}, {u.OutputTokens, &r.usage.OutputTokens},
-				{u.CacheReadInputTokens, &r.usage.CacheReadInputTokens}, {u.CacheCreationInputTokens, &r.usage.CacheCreationInputTokens}} {
-				if f.src != nil {
-					*f.dst = *f.src
-				}
-			}
+			u.applyTo(&r.usage)
 		}
 		return dst
 	case messages.EventMessageStop:
