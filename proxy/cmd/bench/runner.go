@@ -301,8 +301,13 @@ func progress(format string, args ...any) {
 // check sends one request and looks at the answer.
 func check(g *loadGen, t target, stream bool) error {
 	s, errs, _ := g.run(t, 1, 1, 0)
+	for try := 1; (errs > 0 || len(s) != 1) && try < 3; try++ {
+		// The floor's ReverseProxy drops about one stream in a thousand
+		// here (see docs/performance.md): one failure is not a broken setup.
+		s, errs, _ = g.run(t, 1, 1, 0)
+	}
 	if errs > 0 || len(s) != 1 {
-		return fmt.Errorf("the request failed")
+		return fmt.Errorf("the request failed three times")
 	}
 	if stream && s[0].events < 10 {
 		return fmt.Errorf("a stream of %d events: is the stub at --events 64?", s[0].events)
