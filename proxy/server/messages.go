@@ -59,23 +59,32 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 // backend's usage (nil when none), which it reads as it translates.
 func (s *Server) translatedJSON(w http.ResponseWriter, r *http.Request, x *exchange, f format, answer func(chatBody []byte) ([]byte, *chat.Usage, error)) {
 	resp, err := s.send(x)
-	route := x.route
 	if err != nil {
-		s.translatedBackendError(w, r, err, route, f)
+		s.translatedBackendError(w, r, err, x.route, f)
 		return
 	}
+	s.answerJSON(w, x, resp, f, "a Chat Completions response", func(err error) {
+		s.translatedBackendError(w, r, err, x.route, f)
+	}, answer)
+}
+
+// answerJSON reads a non-stream answer whole, puts it through answer
+// (which also returns the backend's usage) and writes the result as JSON.
+// A failed read goes to readFailed; a body answer cannot read is a 502 in
+// format f saying it is not what (the format the backend should speak).
+func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.Response, f format, what string, readFailed func(error), answer func(body []byte) ([]byte, *chat.Usage, error)) {
 	b, err := readResponse(resp)
 	x.finish(err)
 	if err != nil {
 		bufpool.Put(b)
-		s.translatedBackendError(w, r, err, route, f)
+		readFailed(err)
 		return
 	}
 	out, usage, err := answer(b)
 	noteUsage(w, usage)
 	bufpool.Put(b)
 	if err != nil {
-		f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), route.apiKey)))
+		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, scrub(err.Error(), x.route.apiKey)))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

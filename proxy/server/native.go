@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
@@ -159,23 +159,11 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 	route := x.route
 	now := time.Now().Unix()
 	if !x.req.Stream {
-		b, err := readResponse(resp)
-		x.finish(err)
-		if err != nil {
-			bufpool.Put(b)
+		s.answerJSON(w, x, resp, chatFormat, "a Messages response", func(err error) {
 			s.chatBackendError(w, r, err, route)
-			return
-		}
-		out, usage, err := translate.MessagesToChatResponse(b, route.alias, now)
-		noteUsage(w, usage)
-		bufpool.Put(b)
-		if err != nil {
-			chatFormat.write(w, problemf(badGateway, "the backend's answer is not a Messages response: %s", scrub(err.Error(), route.apiKey)))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-		w.Write(out)
+		}, func(b []byte) ([]byte, *chat.Usage, error) {
+			return translate.MessagesToChatResponse(b, route.alias, now)
+		})
 		return
 	}
 	defer resp.Body.Close()
