@@ -71,6 +71,8 @@ func run(args []string) int {
 	poolRun := fs.Bool("pool", true, "after the table, compare a pool of 3 backends with a single one (issue 11)")
 	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison (printed, not written)")
 	poolFor := fs.Duration("pool-for", 0, "how long the pool comparison's triples run (default 30s, 3s with --quick)")
+	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
+	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -129,6 +131,14 @@ func run(args []string) int {
 			warnf("--curves: unknown curve %q (size, tools, streams, conns or none)", c)
 			return 2
 		}
+	}
+	if *ab != "" {
+		r.st.rounds = max(*abRounds, 1)
+		if err := r.abCompare(*ab); err != nil {
+			warnf("ab: %v", err)
+			return 1
+		}
+		return 0
 	}
 	if *poolOnly {
 		p, err := r.poolCompare()

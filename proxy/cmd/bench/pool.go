@@ -319,15 +319,6 @@ func allocsPerRequest(url string, n int, send func() error) (float64, error) {
 	return float64((m1-m0b)-(m0b-m0)) / float64(n), nil
 }
 
-// loadAverage is the machine's 1-minute load average.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
-
 // mallocs is the count of heap allocations of the Dragoman whose
 // --pprof listens at url (runtime.MemStats.Mallocs, as the heap profile's
 // text form gives it): a figure that the machine's load does not move.
