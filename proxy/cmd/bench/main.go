@@ -66,6 +66,8 @@ func run(args []string) int {
 	curvesOnly := fs.Bool("curves-only", false, "run only the curves (the table between the bench markers is kept)")
 	poolRun := fs.Bool("pool", true, "after the table, compare a pool of 3 backends with a single one (issue 11)")
 	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison")
+	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
+	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -119,6 +121,14 @@ func run(args []string) int {
 			warnf("--curves: unknown curve %q (size, tools, streams, conns or none)", c)
 			return 2
 		}
+	}
+	if *ab != "" {
+		r.st.rounds = max(*abRounds, 1)
+		if err := r.abCompare(*ab); err != nil {
+			warnf("ab: %v", err)
+			return 1
+		}
+		return 0
 	}
 	if *poolOnly {
 		if err := r.poolCompare(); err != nil {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// abCompare runs the 1-connection phase of the matched cases with a
+// fourth target: a second Dragoman started from another binary (--ab),
+// interleaved request by request with the stub, the floor and the first
+// Dragoman, so that a change can be compared with what it replaces under
+// the same load. It prints a table and writes nothing.
+func (r *runner) abCompare(other string) error {
+	other, err := filepath.Abs(other)
+	if err == nil {
+		_, err = os.Stat(other)
+	}
+	if err != nil {
+		return fmt.Errorf("--ab: %w (build the other Dragoman first, e.g. go build -o /tmp/main-proxy ./cmd/proxy in main's checkout)", err)
+	}
+	all, err := buildCases()
+	if err != nil {
+		return err
+	}
+	var cases []*kase
+	for _, k := range all {
+		if strings.Contains(k.name, r.only) {
+			cases = append(cases, k)
+		}
+	}
+	if len(cases) == 0 {
+		return fmt.Errorf("no case matches %q", r.only)
+	}
+	stub, fl, dm, err := r.chain("", "--events", "64", "--protocol", "messages")
+	if err != nil {
+		return err
+	}
+	r.stubURL = stub.url
+	mine := r.proxyBin
+	r.proxyBin = other
+	dmB, err := r.dragoman("dragoman-b", stub, "warn")
+	r.proxyBin = mine
+	if err != nil {
+		return err
+	}
+	pids := []int{stub.pid(), fl.pid(), dm.pid(), dmB.pid()}
+	progress("A/B, 1 connection, %d requests per target and case, interleaved: A = %s, B = %s", r.st.rounds*r.st.batch, mine, other)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "case\tload\tadded p50 floor\tadded p50 A\tadded p50 B\tA÷floor\tB÷floor\tA−B p50\tCPU/req floor\tCPU/req A\tCPU/req B\t\n")
+	for _, k := range cases {
+		t3 := k.targets(stub.url, fl.url, dm.url)
+		b := t3[2]
+		b.name, b.url = "dragoman-b", dmB.url+b.url[len(dm.url):]
+		ts := append(t3[:], b)
+		for _, t := range ts {
+			if err := check(r.gen, t, k.stream); err != nil {
+				return fmt.Errorf("%s via %s: %w", k.name, t.name, err)
+			}
+		}
+		samples, cpu := r.interleaved(ts, pids)
+		var p50 [4]time.Duration
+		for i := range ts {
+			p50[i] = summarize(samples[i]).p50
+		}
+		fl, a, bb := p50[1]-p50[0], p50[2]-p50[0], p50[3]-p50[0]
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k.name, loadAverage(),
+			us(fl), us(a), us(bb), ratio(a, fl), ratio(bb, fl), us(a-bb), us(cpu[1]), us(cpu[2]), us(cpu[3]))
+	}
+	return w.Flush()
+}
+
+// loadAverage is the machine's 1-minute load average, as /proc/loadavg says.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
