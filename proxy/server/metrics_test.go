@@ -125,18 +125,13 @@ var families = []string{
 func TestMetricsAfterKnownTraffic(t *testing.T) {
 	backend := httptest.NewServer(stub.New(stub.Options{EventDelay: 30 * time.Millisecond}))
 	defer backend.Close()
-	loading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte(`{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`))
-	}))
-	defer loading.Close()
-	host := func(s *httptest.Server) string { u, _ := url.Parse(s.URL); return u.Host }
+	loading := cannedBackend(t, http.StatusServiceUnavailable, `{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`)
+	host := func(base string) string { u, _ := url.Parse(base); return u.Host }
 	// A backend's label is its name: proxy_params.name, else host:port/model.
-	S, B := host(backend)+"/qwen3-coder", host(loading)+"/big"
+	S, B := host(backend.URL)+"/qwen3-coder", host(loading)+"/big"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: "model_list:\n" +
 		"  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/qwen3-coder\n      api_base: " + backend.URL + "/v1\n      api_key: os.environ/TEST_BACKEND_KEY\n" +
-		"  - model_name: loading-model\n    proxy_params:\n      model: vendorb/big\n      api_base: " + loading.URL + "/v1\n      api_key: os.environ/TEST_BACKEND_KEY\n      num_retries: 0\n"})
+		"  - model_name: loading-model\n    proxy_params:\n      model: vendorb/big\n      api_base: " + loading + "\n      api_key: os.environ/TEST_BACKEND_KEY\n      num_retries: 0\n"})
 
 	mfs := scrape(t, h.proxy.URL)
 	for _, f := range families {
