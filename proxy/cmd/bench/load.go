@@ -124,6 +124,20 @@ func (t target) targeter() vegeta.Targeter {
 // machine from one request to the next. It returns each target's samples
 // and failures.
 func (g *loadGen) mixed(ts []target, rounds int) ([][]sample, []int) {
+	batch, which, errs := g.mixedSlots(ts, rounds)
+	out := make([][]sample, len(ts))
+	for slot, s := range batch {
+		if s.ok {
+			out[which(slot)] = append(out[which(slot)], s)
+		}
+	}
+	return out, errs
+}
+
+// mixedSlots is mixed's run: every request in the order sent (a failed
+// one not ok), which target each slot went to (each round of len(ts)
+// slots holds one request to each), and each target's failures.
+func (g *loadGen) mixedSlots(ts []target, rounds int) ([]sample, func(slot int) int, []int) {
 	k := len(ts)
 	n := rounds * k
 	batch := make([]sample, n)
@@ -152,18 +166,12 @@ func (g *loadGen) mixed(ts []target, rounds int) ([][]sample, []int) {
 			errs[which(int(res.Seq))]++
 		}
 	}
-	out := make([][]sample, k)
-	for slot, s := range batch {
-		if s.ok {
-			out[which(slot)] = append(out[which(slot)], s)
-		}
-	}
 	for i, e := range errs {
 		if e > 0 {
 			warnf("%s: %d failed requests", ts[i].name, e)
 		}
 	}
-	return out, errs
+	return batch, which, errs
 }
 
 // countPacer sends as fast as the workers allow, n requests in all.
