@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,6 +313,7 @@ type responsesEvent struct {
 	Type           string                `json:"type"`
 	SequenceNumber *int                  `json:"sequence_number"`
 	OutputIndex    *int                  `json:"output_index"`
+	ContentIndex   *int                  `json:"content_index"`
 	ItemID         string                `json:"item_id"`
 	Item           *responses.OutputItem `json:"item"`
 	Response       *responses.Response   `json:"response"`
@@ -362,8 +364,9 @@ func splitResponsesEvents(stream []byte) ([]responsesEvent, error) {
 // checkResponsesEvents checks the grammar of a Responses stream: event
 // name = data type; sequence numbers 0, 1, 2…; created and in_progress
 // first; items added at output_index 0, 1, 2… one open at a time, each
-// event of an item naming the open one, deltas adding up to the .done
-// value and the item's final value; a function_call's arguments a JSON
+// event of an item naming the open one, a message's or reasoning item's
+// parts added at content_index 0, 1, 2…, each part's deltas adding up to
+// its .done value and to the item's final value; a function_call's arguments a JSON
 // object; one terminal event (completed, incomplete or failed) last, whose
 // output is the items done.
 func checkResponsesEvents(stream []byte) error {
@@ -376,7 +379,8 @@ func checkResponsesEvents(stream []byte) error {
 	}
 	open := -1
 	added := 0
-	var acc strings.Builder
+	var acc strings.Builder // of the open part, or of the open call's input
+	var parts []string      // the open item's parts, as their deltas made them
 	var done []responses.OutputItem
 	for i, e := range events {
 		if e.Name != e.Type {
@@ -401,6 +405,13 @@ func checkResponsesEvents(stream []byte) error {
 			open = added
 			added++
 			acc.Reset()
+			parts = nil
+		case responses.EventContentPartAdded:
+			if open < 0 || *e.OutputIndex != open || e.ContentIndex == nil || *e.ContentIndex != len(parts) {
+				return fmt.Errorf("event %d: part added at %v/%v while item %d open with %d parts", i, e.OutputIndex, e.ContentIndex, open, len(parts))
+			}
+			parts = append(parts, "")
+			acc.Reset()
 		case responses.EventOutputItemDone:
 			if open < 0 || *e.OutputIndex != open || e.Item == nil {
 				return fmt.Errorf("event %d: output_item.done for %v, open %d", i, e.OutputIndex, open)
@@ -408,12 +419,18 @@ func checkResponsesEvents(stream []byte) error {
 			var whole string
 			switch e.Item.Type {
 			case responses.ItemMessage, responses.ItemReasoning:
-				if c := *e.Item.Content; len(c) == 1 {
-					whole = c[0].Text
-					if c[0].Type == responses.PartRefusal {
-						whole = c[0].Refusal
+				var got []string
+				for _, c := range *e.Item.Content {
+					if c.Type == responses.PartRefusal {
+						got = append(got, c.Refusal)
+					} else {
+						got = append(got, c.Text)
 					}
 				}
+				if !slices.Equal(got, parts) {
+					return fmt.Errorf("event %d: item holds parts %q, deltas made %q", i, got, parts)
+				}
+				whole = acc.String()
 			case responses.ItemFunctionCall:
 				whole = *e.Item.Arguments
 				if !isJSONObject(whole) {
@@ -440,6 +457,12 @@ func checkResponsesEvents(stream []byte) error {
 			}
 			if e.Delta != nil {
 				acc.WriteString(*e.Delta)
+			}
+			if e.ContentIndex != nil {
+				if *e.ContentIndex != len(parts)-1 {
+					return fmt.Errorf("event %d %s: for part %d while %d is open", i, e.Type, *e.ContentIndex, len(parts)-1)
+				}
+				parts[len(parts)-1] = acc.String()
 			}
 			for _, v := range []*string{e.Text, e.Arguments, e.Input, e.Refusal} {
 				if v != nil && *v != acc.String() {

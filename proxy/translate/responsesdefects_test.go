@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -158,10 +159,52 @@ func TestResponsesRefusalReachesTheClient(t *testing.T) {
 	if deltas != refusal || done != refusal {
 		t.Fatalf("refusal deltas %q, done %q: want %q", deltas, done, refusal)
 	}
-	// Text and a refusal: the text's message, then the refusal's.
-	items := streamedOutput(t, chunks(textChunk("content", "Well. "), textChunk("refusal", "No."), finishChunk("stop", "")))
-	whole := nonStreamOutput(t, `{"role":"assistant","content":"Well. ","refusal":"No."}`, `"stop"`)
-	if len(items) != 2 || len(whole) != 2 || (*items[1].Content)[0] != responses.NewRefusal("No.") || (*whole[1].Content)[0] != responses.NewRefusal("No.") {
-		t.Fatalf("text and refusal: streamed %+v, non-stream %+v", items, whole)
+}
+
+// A Chat answer with both text and a refusal is ONE message item whose
+// content holds the output_text part, then the refusal part (the shape of
+// openai-go's ResponseOutputMessage), streamed or not; streamed, both
+// parts' events are under that one item, at content_index 0 and 1.
+func TestResponsesTextAndRefusalAreOneMessage(t *testing.T) {
+	want := []responses.OutputPart{responses.NewOutputText("Well. Well."), responses.NewRefusal("No, no.")}
+	check := func(t *testing.T, how string, items []responses.OutputItem) {
+		t.Helper()
+		if len(items) != 1 || items[0].Type != responses.ItemMessage || items[0].Content == nil || !reflect.DeepEqual(*items[0].Content, want) {
+			t.Fatalf("%s: output %+v, want one message with the parts %+v", how, items, want)
+		}
+	}
+	check(t, "non-stream", nonStreamOutput(t, `{"role":"assistant","content":"Well. Well.","refusal":"No, no."}`, `"stop"`))
+	in := chunks(textChunk("content", "Well. "), textChunk("content", "Well."), textChunk("refusal", "No, "), textChunk("refusal", "no."), finishChunk("stop", ""))
+	check(t, "stream", streamedOutput(t, in))
+	var added, partsAdded, partsDone int
+	itemIDs := map[string]bool{}
+	for _, e := range parseResponsesEvents(t, runResponsesStream(in, nil, nil)) {
+		if e.OutputIndex != nil && *e.OutputIndex != 0 {
+			t.Errorf("%s at output_index %d, want 0", e.Type, *e.OutputIndex)
+		}
+		if e.ItemID != "" {
+			itemIDs[e.ItemID] = true
+		}
+		part := -1
+		switch e.Type {
+		case responses.EventOutputTextDelta, responses.EventOutputTextDone:
+			part = 0
+		case responses.EventRefusalDelta, responses.EventRefusalDone:
+			part = 1
+		case responses.EventOutputItemAdded:
+			added++
+		case responses.EventContentPartAdded:
+			part = partsAdded
+			partsAdded++
+		case responses.EventContentPartDone:
+			part = partsDone
+			partsDone++
+		}
+		if part >= 0 && (e.ContentIndex == nil || *e.ContentIndex != part) {
+			t.Errorf("%s at content_index %v, want %d", e.Type, e.ContentIndex, part)
+		}
+	}
+	if added != 1 || partsAdded != 2 || partsDone != 2 || len(itemIDs) != 1 {
+		t.Errorf("%d items added, %d parts added, %d parts done, item ids %v: want 1 item with 2 parts", added, partsAdded, partsDone, itemIDs)
 	}
 }

@@ -19,8 +19,8 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // ChatToResponses translates a non-stream Chat response into a Responses
 // response object: id responseID, model = alias, output in order a
 // reasoning item (from reasoning_content or reasoning, as reasoning_text
-// content), a message with the text as output_text, a message with the
-// backend's refusal as a refusal part, then one function_call per tool
+// content), one message whose content is the text as an output_text part
+// and the backend's refusal as a refusal part, then one function_call per tool
 // call (or a custom_tool_call with the raw input, for a function that
 // stands for a custom tool; see ResponsesToChat), its arguments a JSON
 // object as ToolInput makes them and its call_id unique in the response (a
@@ -50,11 +50,15 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 		if reasoning != "" {
 			out.Output = append(out.Output, reasoningItem(ids.next("rs"), reasoning))
 		}
+		var parts []responses.OutputPart
 		if m.Content != nil && *m.Content != "" {
-			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.NewOutputText(*m.Content), responses.StatusCompleted))
+			parts = append(parts, responses.NewOutputText(*m.Content))
 		}
 		if m.Refusal != "" {
-			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.NewRefusal(m.Refusal), responses.StatusCompleted))
+			parts = append(parts, responses.NewRefusal(m.Refusal))
+		}
+		if len(parts) > 0 {
+			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.StatusCompleted, parts...))
 		}
 		callIDs := make(map[string]bool, len(m.ToolCalls))
 		for _, tc := range m.ToolCalls {
@@ -117,12 +121,12 @@ func (g *itemIDs) next(prefix string) string {
 	return id
 }
 
-// messageItem is a message item whose content is part once completed,
+// messageItem is a message item whose content is parts once completed,
 // empty while in progress.
-func messageItem(id string, part responses.OutputPart, status string) responses.OutputItem {
+func messageItem(id, status string, parts ...responses.OutputPart) responses.OutputItem {
 	content := []responses.OutputPart{}
 	if status == responses.StatusCompleted {
-		content = append(content, part)
+		content = append(content, parts...)
 	}
 	return responses.OutputItem{Type: responses.ItemMessage, ID: id, Status: status, Role: "assistant", Content: &content}
 }

@@ -17,27 +17,33 @@ package translate
 //	ended, failed: every method appends nothing.
 //
 // The output items, while the response is open: the backend's content is
-// sorted into lanes as chatLanes says (chatlanes.go), one per output item
-// (a reasoning item, a message with output_text, a message with a refusal,
-// a function_call or a custom_tool_call); a lane's number is its
-// output_index. Items open strictly in order and one at a time.
+// sorted into lanes as chatLanes says (chatlanes.go), in order: a
+// reasoning item, an output_text or a refusal part, a function_call or a
+// custom_tool_call. Each lane is one output item, except that text and
+// refusal lanes that follow one another are the parts of ONE message item
+// (openai-go's ResponseOutputMessage: text, then the refusal), at
+// content_index 0, 1… Items open strictly in order and one at a time;
+// output_index counts the items.
 //
-//   - opening writes response.output_item.added (and, for a message or a
-//     reasoning item, response.content_part.added), then the content kept
-//     so far as one delta; content of the open message or reasoning item
-//     goes out at once as deltas (output_text, refusal, reasoning_text);
-//   - closing writes the item's .done events (output_text.done,
-//     refusal.done or reasoning_text.done, and content_part.done;
-//     function_call_arguments.done; custom_tool_call_input.done) and
-//     response.output_item.done with the whole item;
+//   - opening an item writes response.output_item.added; opening a
+//     message or reasoning part writes response.content_part.added, then
+//     the content kept so far as one delta; content of the open part goes
+//     out at once as deltas (output_text, refusal, reasoning_text);
+//   - closing a part writes its .done events (output_text.done,
+//     refusal.done or reasoning_text.done, and content_part.done); the next
+//     part of the message may then open; closing an item writes its other
+//     .done events (function_call_arguments.done;
+//     custom_tool_call_input.done) and response.output_item.done with the
+//     whole item;
 //   - a tool call's arguments are held until it closes: a function_call's
 //     go out as one function_call_arguments.delta, as ToolInput makes them
 //     (a JSON object, or the text under raw_arguments), the same arguments
 //     the non-stream answer gives; a custom_tool_call's input is the
 //     "input" string of its arguments object, as one
 //     custom_tool_call_input.delta;
-//   - a refusal (delta.refusal) is a message of its own whose one part is a
-//     refusal part; the response still completes;
+//   - a refusal (delta.refusal) is a refusal part: of the message the text
+//     before it opened, or of a message of its own; the response still
+//     completes;
 //   - a made-up call_id is "call_<response id>_<n>".
 //
 // While the backend is silent, Ping writes an SSE comment, which clients
@@ -64,11 +70,23 @@ type ResponsesStream struct {
 	call      *ResponsesCall
 	inputEst  int
 
-	phase   streamPhase
-	seq     int
-	itemIDs []string // by output_index, as the items open
+	phase    streamPhase
+	seq      int
+	items    []outItem // by output_index, as the items open
+	laneItem []int     // by lane, as the lanes open: the output_index of its item
 	chatLanes
 }
+
+// outItem is one output item of the stream: lanes[first:first+n], the
+// parts of a message or the one lane of another item.
+type outItem struct {
+	id       string
+	first, n int
+}
+
+// isMessagePart reports whether a lane of kind k is a part of a message
+// item.
+func isMessagePart(k laneKind) bool { return k == laneText || k == laneRefusal }
 
 // NewResponsesStream returns the translator of one backend stream into
 // Responses events. responseID is "resp_…" (NewResponseID); alias is the
@@ -174,18 +192,25 @@ func (s *ResponsesStream) push(dst []byte, i int, content string) []byte {
 	return dst
 }
 
-// item is lane i's output item: empty and in progress as it opens, whole
-// once closed.
-func (s *ResponsesStream) item(i int) responses.OutputItem {
-	l := &s.lanes[i]
+// item is output item k: empty and in progress as it opens, whole once
+// its last lane closed.
+func (s *ResponsesStream) item(k int) responses.OutputItem {
+	it := &s.items[k]
+	l := &s.lanes[it.first]
 	status, text := responses.StatusInProgress, ""
-	if l.state == laneClosed {
+	if s.lanes[it.first+it.n-1].state == laneClosed {
 		status, text = responses.StatusCompleted, string(l.text)
 	}
-	n := "_" + s.base + "_" + strconv.Itoa(i)
+	n := "_" + s.base + "_" + strconv.Itoa(k)
 	switch l.kind {
 	case laneText, laneRefusal:
-		return messageItem("msg"+n, lanePart(l.kind, text), status)
+		var parts []responses.OutputPart
+		if status == responses.StatusCompleted {
+			for _, p := range s.lanes[it.first : it.first+it.n] {
+				parts = append(parts, lanePart(p.kind, string(p.text)))
+			}
+		}
+		return messageItem("msg"+n, status, parts...)
 	case laneThinking:
 		return reasoningItem("rs"+n, text)
 	}
@@ -203,24 +228,35 @@ func lanePart(k laneKind, text string) responses.OutputPart {
 	return responses.NewOutputText(text)
 }
 
-// openNext closes the open item, if any, and opens the next one.
+// openNext opens the next lane: a part of the open message when both are
+// message parts (closing the open part first), else a new item (closing
+// the open item, if any, first).
 func (s *ResponsesStream) openNext(dst []byte) []byte {
-	dst = s.closeOpen(dst)
 	i := s.next
-	s.next++
 	l := &s.lanes[i]
-	l.state = laneOpen
-	item := s.item(i)
-	s.itemIDs = append(s.itemIDs, item.ID)
-	dst = s.head(dst, responses.EventOutputItemAdded)
-	dst = s.appendIndex(dst, i)
-	dst = append(dst, `,"item":`...)
-	dst = appendJSON(dst, &item)
-	dst = s.tail(dst)
+	if i > 0 && s.lanes[i-1].state == laneOpen && isMessagePart(s.lanes[i-1].kind) && isMessagePart(l.kind) {
+		dst = s.closePart(dst, i-1)
+		s.items[len(s.items)-1].n++
+		l.state = laneOpen
+	} else {
+		dst = s.closeOpen(dst)
+		k := len(s.items)
+		s.items = append(s.items, outItem{first: i, n: 1})
+		l.state = laneOpen
+		item := s.item(k)
+		s.items[k].id = item.ID
+		dst = s.head(dst, responses.EventOutputItemAdded)
+		dst = s.appendIndex(dst, k)
+		dst = append(dst, `,"item":`...)
+		dst = appendJSON(dst, &item)
+		dst = s.tail(dst)
+	}
+	s.next++
+	s.laneItem = append(s.laneItem, len(s.items)-1)
 	if l.kind != laneTool {
 		dst = s.head(dst, responses.EventContentPartAdded)
-		dst = s.appendItemRef(dst, i)
-		dst = append(dst, `,"content_index":0,"part":`...)
+		dst = s.appendPartRef(dst, i)
+		dst = append(dst, `,"part":`...)
 		dst = appendJSON(dst, ptr(lanePart(l.kind, "")))
 		dst = s.tail(dst)
 	}
@@ -239,8 +275,8 @@ func (s *ResponsesStream) flush(dst []byte, i int) []byte {
 	d := l.text[l.sent:]
 	l.sent = len(l.text)
 	dst = s.head(dst, textEvents[l.kind].delta)
-	dst = s.appendItemRef(dst, i)
-	dst = append(dst, `,"content_index":0,"delta":`...)
+	dst = s.appendPartRef(dst, i)
+	dst = append(dst, `,"delta":`...)
 	dst = appendQuoted(dst, d)
 	if l.kind == laneText {
 		dst = append(dst, `,"logprobs":[]`...)
@@ -256,34 +292,46 @@ var textEvents = [...]struct{ delta, done, member string }{
 	laneRefusal:  {responses.EventRefusalDelta, responses.EventRefusalDone, "refusal"},
 }
 
-// closeOpen closes the open item, if any: the last one started.
+// closePart closes lane i, a message or reasoning part: its .done event
+// and content_part.done.
+func (s *ResponsesStream) closePart(dst []byte, i int) []byte {
+	l := &s.lanes[i]
+	l.state = laneClosed
+	text := string(l.text)
+	ev := textEvents[l.kind]
+	dst = s.head(dst, ev.done)
+	dst = s.appendPartRef(dst, i)
+	dst = append(dst, `,"`...)
+	dst = append(dst, ev.member...)
+	dst = append(dst, `":`...)
+	dst = appendQuoted(dst, text)
+	if l.kind == laneText {
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	dst = s.tail(dst)
+	dst = s.head(dst, responses.EventContentPartDone)
+	dst = s.appendPartRef(dst, i)
+	dst = append(dst, `,"part":`...)
+	dst = appendJSON(dst, ptr(lanePart(l.kind, text)))
+	return s.tail(dst)
+}
+
+// closeOpen closes the open item, if any: the item of the last lane
+// started.
 func (s *ResponsesStream) closeOpen(dst []byte) []byte {
 	i := s.next - 1
 	if i < 0 || s.lanes[i].state != laneOpen {
 		return dst
 	}
 	l := &s.lanes[i]
+	k := s.laneItem[i]
+	if l.kind != laneTool {
+		dst = s.closePart(dst, i)
+	}
 	l.state = laneClosed
-	item := s.item(i)
+	item := s.item(k)
 	switch {
 	case l.kind != laneTool:
-		text := string(l.text)
-		ev := textEvents[l.kind]
-		dst = s.head(dst, ev.done)
-		dst = s.appendItemRef(dst, i)
-		dst = append(dst, `,"content_index":0,"`...)
-		dst = append(dst, ev.member...)
-		dst = append(dst, `":`...)
-		dst = appendQuoted(dst, text)
-		if l.kind == laneText {
-			dst = append(dst, `,"logprobs":[]`...)
-		}
-		dst = s.tail(dst)
-		dst = s.head(dst, responses.EventContentPartDone)
-		dst = s.appendItemRef(dst, i)
-		dst = append(dst, `,"content_index":0,"part":`...)
-		dst = appendJSON(dst, ptr(lanePart(l.kind, text)))
-		dst = s.tail(dst)
 	case item.Input != nil:
 		if *item.Input != "" {
 			dst = s.itemEvent(dst, responses.EventCustomToolInputDelta, i, "delta", *item.Input)
@@ -300,7 +348,7 @@ func (s *ResponsesStream) closeOpen(dst []byte) []byte {
 		dst = s.tail(dst)
 	}
 	dst = s.head(dst, responses.EventOutputItemDone)
-	dst = s.appendIndex(dst, i)
+	dst = s.appendIndex(dst, k)
 	dst = append(dst, `,"item":`...)
 	dst = appendJSON(dst, &item)
 	return s.tail(dst)
@@ -335,9 +383,9 @@ func (s *ResponsesStream) end(dst []byte) []byte {
 // snapshot is the response with its closed items.
 func (s *ResponsesStream) snapshot(status string) responses.Response {
 	r := newResponse(s.id, s.alias, s.createdAt, status)
-	for i := range s.lanes {
-		if s.lanes[i].state == laneClosed {
-			r.Output = append(r.Output, s.item(i))
+	for k, it := range s.items {
+		if s.lanes[it.first+it.n-1].state == laneClosed {
+			r.Output = append(r.Output, s.item(k))
 		}
 	}
 	return r
@@ -369,7 +417,8 @@ func (s *ResponsesStream) appendIndex(dst []byte, i int) []byte {
 	return strconv.AppendInt(dst, int64(i), 10)
 }
 
-// itemEvent appends an event of item i with one more member, a string.
+// itemEvent appends an event of lane i's item with one more member, a
+// string.
 func (s *ResponsesStream) itemEvent(dst []byte, name string, i int, member, value string) []byte {
 	dst = s.head(dst, name)
 	dst = s.appendItemRef(dst, i)
@@ -380,10 +429,20 @@ func (s *ResponsesStream) itemEvent(dst []byte, name string, i int, member, valu
 	return s.tail(dst)
 }
 
+// appendItemRef appends the id and output_index of lane i's item.
 func (s *ResponsesStream) appendItemRef(dst []byte, i int) []byte {
+	k := s.laneItem[i]
 	dst = append(dst, `,"item_id":`...)
-	dst = appendQuoted(dst, s.itemIDs[i])
-	return s.appendIndex(dst, i)
+	dst = appendQuoted(dst, s.items[k].id)
+	return s.appendIndex(dst, k)
+}
+
+// appendPartRef appends the item reference and content_index of lane i, a
+// message or reasoning part.
+func (s *ResponsesStream) appendPartRef(dst []byte, i int) []byte {
+	dst = s.appendItemRef(dst, i)
+	dst = append(dst, `,"content_index":`...)
+	return strconv.AppendInt(dst, int64(i-s.items[s.laneItem[i]].first), 10)
 }
 
 func appendJSON(dst []byte, v any) []byte {

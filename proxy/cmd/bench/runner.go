@@ -127,6 +127,7 @@ type results struct {
 	metrics      []metricsResult
 	tracingOff   inProcess
 	streamEvents int
+	pool         *poolResult // the pool comparison (issue 11), when it ran
 
 	quick          bool
 	goVersion, cpu string

@@ -215,3 +215,81 @@ func ReadStatus(pid int) (Status, error) {
 	}
 	return s, sc.Err()
 }
+
+// CPUMeter reads OnCPU of one process over and over, cheaply enough to
+// read it around every request: it keeps each thread's schedstat open and
+// reads it in place, and lists the threads again only when their count
+// (the link count of /proc/PID/task) changes. Not safe for concurrent use.
+type CPUMeter struct {
+	dir     string
+	task    *os.File
+	nlink   uint64
+	threads []*os.File
+	buf     [128]byte
+}
+
+// NewCPUMeter opens the accounting of process pid.
+func NewCPUMeter(pid int) (*CPUMeter, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &CPUMeter{dir: dir, task: f}, nil
+}
+
+// Read is the time the process's threads have run so far (as OnCPU).
+func (m *CPUMeter) Read() (time.Duration, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(m.task.Fd()), &st); err != nil {
+		return 0, err
+	}
+	if uint64(st.Nlink) != m.nlink || m.threads == nil {
+		if err := m.list(); err != nil {
+			return 0, err
+		}
+		m.nlink = uint64(st.Nlink)
+	}
+	var total int64
+	for _, f := range m.threads {
+		n, err := f.ReadAt(m.buf[:], 0)
+		if n == 0 && err != nil {
+			continue // the thread exited
+		}
+		b := m.buf[:n]
+		if i := bytes.IndexByte(b, ' '); i >= 0 {
+			b = b[:i]
+		}
+		ns, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return 0, errors.New("unexpected " + f.Name())
+		}
+		total += ns
+	}
+	return time.Duration(total), nil
+}
+
+func (m *CPUMeter) list() error {
+	for _, f := range m.threads {
+		f.Close()
+	}
+	m.threads = m.threads[:0]
+	names, err := os.ReadDir(m.dir)
+	if err != nil {
+		return err
+	}
+	for _, t := range names {
+		if f, err := os.Open(m.dir + "/" + t.Name() + "/schedstat"); err == nil {
+			m.threads = append(m.threads, f)
+		}
+	}
+	return nil
+}
+
+// Close closes the files the meter holds.
+func (m *CPUMeter) Close() {
+	for _, f := range m.threads {
+		f.Close()
+	}
+	m.task.Close()
+}
