@@ -34,29 +34,12 @@ type metricsResult struct {
 	p50    [3]time.Duration // the whole run: direct, metrics on (both processes), off (both)
 	cpu    [2]time.Duration // process CPU per request: on, off (both processes each)
 	rounds int              // rounds whose five requests all succeeded
-	// diff is on − off: in each round, the mean of the two metrics-on
+	// diff is on − off (medianCI of the rounds): in each round, the mean of the two metrics-on
 	// requests minus the mean of the two metrics-off ones; aa is the A/A:
 	// the mean of process pair A (one on, one off) minus pair B's.
-	diff, aa   estimate
+	diff, aa   interval
 	load       [2]string // load average at the case's start and end
 	requestsOK int       // requests per target (the fewest)
-}
-
-// estimate is the median of paired differences with its 95 % confidence
-// interval (distribution-free: the order statistics of the binomial
-// sign test).
-type estimate struct{ median, lo, hi time.Duration }
-
-func medianCI(d []time.Duration) estimate {
-	n := len(d)
-	if n == 0 {
-		return estimate{}
-	}
-	slices.Sort(d)
-	half := 1.96 * math.Sqrt(float64(n)) / 2
-	lo := max(0, int(math.Floor(float64(n)/2-half)))
-	hi := min(n-1, int(math.Ceil(float64(n)/2+half))-1)
-	return estimate{median: percentile(d, 50), lo: d[lo], hi: d[hi]}
 }
 
 // added is the added p50 with metrics off, the base of the shares.
@@ -82,8 +65,8 @@ func (m metricsResult) resolved() bool {
 	return m.share(m.diff.hi)-m.share(m.diff.lo) <= 2*metricsGoal
 }
 
-func (m metricsResult) shareCI(e estimate) string {
-	return fmt.Sprintf("%+.1f %% [%+.1f, %+.1f]", 100*m.share(e.median), 100*m.share(e.lo), 100*m.share(e.hi))
+func (m metricsResult) shareCI(e interval) string {
+	return fmt.Sprintf("%+.1f %% [%+.1f, %+.1f]", 100*m.share(e.med), 100*m.share(e.lo), 100*m.share(e.hi))
 }
 
 // metricsCost runs each small Messages case (stream and not) through the
@@ -121,7 +104,7 @@ func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error)
 		}
 		m := r.metricsCase(k.name, ts, pids)
 		progress("  %-26s load %s–%s; added p50 off %s; on − off %s, %s of it (95 %% CI); A/A %s, %s; CPU/req on %s, off %s; %d rounds",
-			k.name, m.load[0], m.load[1], us(m.added()), us(m.diff.median), m.shareCI(m.diff), us(m.aa.median), m.shareCI(m.aa),
+			k.name, m.load[0], m.load[1], us(m.added()), us(m.diff.med), m.shareCI(m.diff), us(m.aa.med), m.shareCI(m.aa),
 			us(m.cpu[0]), us(m.cpu[1]), m.rounds)
 		out = append(out, m)
 	}
@@ -250,7 +233,7 @@ func (res *results) metricsTable() string {
 	head := row{"case (1 connection)", "load", "added p50 off", "added p50 on", "on − off, median of rounds", "÷ added p50 [95 % CI] (goal ±3 %)", "A/A, same", "CPU/req on", "CPU/req off", "rounds"}
 	var rows []row
 	for _, m := range res.metrics {
-		rows = append(rows, row{m.name, m.load[0] + "–" + m.load[1], us(m.added()), us(m.p50[1] - m.p50[0]), us(m.diff.median),
+		rows = append(rows, row{m.name, m.load[0] + "–" + m.load[1], us(m.added()), us(m.p50[1] - m.p50[0]), us(m.diff.med),
 			m.shareCI(m.diff), m.shareCI(m.aa), us(m.cpu[0]), us(m.cpu[1]), fmt.Sprint(m.rounds)})
 	}
 	return table(head, rows)
@@ -262,7 +245,7 @@ func (res *results) metricsGoals() []goal {
 	var g []goal
 	var smallest time.Duration
 	for _, m := range res.metrics {
-		got := fmt.Sprintf("%s (%s on − off; A/A %s; load %s–%s)", m.shareCI(m.diff), us(m.diff.median), m.shareCI(m.aa), m.load[0], m.load[1])
+		got := fmt.Sprintf("%s (%s on − off; A/A %s; load %s–%s)", m.shareCI(m.diff), us(m.diff.med), m.shareCI(m.aa), m.load[0], m.load[1])
 		if !m.met() && !m.resolved() {
 			got += "; not resolved: the interval is wider than ±3 %"
 		}
