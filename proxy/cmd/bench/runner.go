@@ -32,19 +32,11 @@ func (r *runner) stopAll() {
 }
 
 func (r *runner) launch(name string, env []string, path string, args ...string) (*proc, error) {
-	port, err := procs.FreePort()
+	pr, url, err := procs.StartOnFreePort(r.dir, name, "/healthz", env, path, args...)
 	if err != nil {
 		return nil, err
 	}
-	for i, a := range args {
-		if a == "PORT" {
-			args[i] = itoa(port)
-		}
-	}
-	p, err := start(r.dir, name, port, "/healthz", env, path, args...)
-	if err != nil {
-		return nil, err
-	}
+	p := &proc{Process: pr, url: url}
 	r.procs = append(r.procs, p)
 	return p, nil
 }
