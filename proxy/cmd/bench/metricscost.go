@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ const metricsGoal = 0.03
 var metricsTargets = [5]string{"direct", "dragoman-metrics-a", "dragoman-nometrics-a", "dragoman-metrics-b", "dragoman-nometrics-b"}
 
 // metricsResult is one case through the five targets, one request to
-// each in turn (the order rotating each round), in one run: what the
+// each in turn (in a random order each round), in one run: what the
 // metrics add to a request.
 type metricsResult struct {
 	name   string
@@ -152,11 +153,12 @@ func (r *runner) metricsCase(name string, ts []target, pids []int) metricsResult
 	for i, pid := range pids {
 		before[i], _ = procs.CPUTime(pid)
 	}
+	shuffle := rand.New(rand.NewPCG(1, 15)) // the same orders in every run
 	var all [5][]sample
 	var diffs, aas []time.Duration
 	sent := 0
 	for range r.st.metricsRounds {
-		batch, which, _ := r.gen.mixedSlots(ts, r.st.batch)
+		batch, which, _ := r.gen.mixedSlots(ts, r.st.batch, shuffle)
 		sent += r.st.batch
 		for first := 0; first+len(ts) <= len(batch); first += len(ts) {
 			var t [5]time.Duration
