@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -494,9 +493,7 @@ func newPoolProxyYAML(t *testing.T, y string, backends []*poolBackend, opts bala
 	t.Helper()
 	cfg := loadConfig(t, y+"general_settings: {enable_vendora_pass_through: true}\n")
 	bal := balance.New(cfg, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go bal.Run(ctx)
+	go bal.Run(t.Context())
 	pool := upstream.NewPool()
 	pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
 	hs := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: pool, Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
