@@ -73,6 +73,7 @@ func run(args []string) int {
 	poolFor := fs.Duration("pool-for", 0, "how long the pool comparison's triples run (default 40s, 3s with --quick)")
 	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
 	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
+	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -136,6 +137,13 @@ func run(args []string) int {
 		r.st.rounds = max(*abRounds, 1)
 		if err := r.abCompare(*ab); err != nil {
 			warnf("ab: %v", err)
+			return 1
+		}
+		return 0
+	}
+	if *metricsOnly {
+		if err := r.metricsOnly(); err != nil {
+			warnf("metrics: %v", err)
 			return 1
 		}
 		return 0

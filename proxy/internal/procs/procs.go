@@ -72,6 +72,24 @@ func Start(dir, name, healthURL string, env []string, path string, args ...strin
 	return nil, fmt.Errorf("%s did not answer %s within 15 s (log: %s)", name, healthURL, logPath)
 }
 
+// StartOnFreePort is Start on a free loopback port, written wherever an
+// argument or an env entry says PORT; health is the path that must answer
+// 200. url is http://127.0.0.1:PORT.
+func StartOnFreePort(dir, name, health string, env []string, path string, args ...string) (p *Process, url string, err error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	url = "http://127.0.0.1:" + strconv.Itoa(port)
+	for _, list := range [][]string{args, env} {
+		for i, a := range list {
+			list[i] = strings.ReplaceAll(a, "PORT", strconv.Itoa(port))
+		}
+	}
+	p, err = Start(dir, name, url+health, env, path, args...)
+	return p, url, err
+}
+
 // WaitOK polls GET url until it answers 200, for up to within, and reports
 // whether it did. It gives up early once stop is closed (nil: never), as
 // when the process that should answer has ended.
