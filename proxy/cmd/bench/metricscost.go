@@ -20,6 +20,9 @@ import (
 // this share of the added p50.
 const metricsGoal = 0.03
 
+// metricsAllocRequests: the requests of each process's allocation count.
+const metricsAllocRequests = 200
+
 // metricsTargets are the phase's five targets, in the order of a round:
 // the stub direct, then two Dragoman processes with metrics on (the
 // default) and two with --metrics=false, all started for the phase (the
@@ -31,10 +34,14 @@ var metricsTargets = [5]string{"direct", "dragoman-metrics-a", "dragoman-nometri
 // each in turn (in a random order each round), in one run: what the
 // metrics add to a request.
 type metricsResult struct {
-	name   string
-	p50    [3]time.Duration // the whole run: direct, metrics on (both processes), off (both)
-	cpu    [2]time.Duration // process CPU per request: on, off (both processes each)
-	rounds int              // rounds whose five requests all succeeded
+	name string
+	p50  [3]time.Duration // the whole run: direct, metrics on (both processes), off (both)
+	cpu  [2]time.Duration // process CPU per request: on, off (both processes each)
+	// allocs: heap allocations per request, on and off (the mean of each
+	// configuration's two processes, counted through their --pprof in
+	// batches of metricsAllocRequests): a figure load does not move.
+	allocs [2]float64
+	rounds int // rounds whose five requests all succeeded
 	// diff is on − off (medianCI of the rounds): in each round, the mean of the two metrics-on
 	// requests minus the mean of the two metrics-off ones; aa is the A/A:
 	// the mean of process pair A (one on, one off) minus pair B's.
@@ -75,10 +82,19 @@ func (m metricsResult) shareCI(e interval) string {
 // without, one request to each in turn.
 func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error) {
 	var dms [4]*proc
+	var pprofURLs [4]string // each process's --pprof (none with --profile)
 	for i := range dms {
 		var extra []string
 		if i%2 == 1 {
 			extra = []string{"--metrics=false"}
+		}
+		if r.profile == "" {
+			port, err := procs.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			pprofURLs[i] = "http://127.0.0.1:" + itoa(port)
+			extra = append(extra, "--pprof", "127.0.0.1:"+itoa(port))
 		}
 		var err error
 		if dms[i], err = r.dragoman(metricsTargets[i+1], stub, "warn", extra...); err != nil {
@@ -104,9 +120,25 @@ func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error)
 			}
 		}
 		m := r.metricsCase(k.name, ts, pids)
-		progress("  %-26s load %s–%s; added p50 off %s; on − off %s, %s of it (95 %% CI); A/A %s, %s; CPU/req on %s, off %s; %d rounds",
+		if r.profile == "" {
+			for i, url := range pprofURLs {
+				t := ts[i+1]
+				a, err := allocsPerRequest(url, metricsAllocRequests, func() error {
+					if _, errs, _ := r.gen.run(t, 1, 1, 0); errs > 0 {
+						return fmt.Errorf("a request to %s failed", t.name)
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				m.allocs[i%2] += a / 2
+			}
+			r.clearStub()
+		}
+		progress("  %-26s load %s–%s; added p50 off %s; on − off %s, %s of it (95 %% CI); A/A %s, %s; CPU/req on %s, off %s; allocs/req on %.1f, off %.1f; %d rounds",
 			k.name, m.load[0], m.load[1], us(m.added()), us(m.diff.med), m.shareCI(m.diff), us(m.aa.med), m.shareCI(m.aa),
-			us(m.cpu[0]), us(m.cpu[1]), m.rounds)
+			us(m.cpu[0]), us(m.cpu[1]), m.allocs[0], m.allocs[1], m.rounds)
 		out = append(out, m)
 	}
 	return out, nil
@@ -232,11 +264,11 @@ func measureTracingOff() inProcess {
 }
 
 func (res *results) metricsTable() string {
-	head := row{"case (1 connection)", "load", "added p50 off", "added p50 on", "on − off, median of rounds", "÷ added p50 [95 % CI] (goal ±3 %)", "A/A, same", "CPU/req on", "CPU/req off", "rounds"}
+	head := row{"case (1 connection)", "load", "added p50 off", "added p50 on", "on − off, median of rounds", "÷ added p50 [95 % CI] (goal ±3 %)", "A/A, same", "CPU/req on", "CPU/req off", "allocs/req on", "allocs/req off", "rounds"}
 	var rows []row
 	for _, m := range res.metrics {
 		rows = append(rows, row{m.name, m.load[0] + "–" + m.load[1], us(m.added()), us(m.p50[1] - m.p50[0]), us(m.diff.med),
-			m.shareCI(m.diff), m.shareCI(m.aa), us(m.cpu[0]), us(m.cpu[1]), fmt.Sprint(m.rounds)})
+			m.shareCI(m.diff), m.shareCI(m.aa), us(m.cpu[0]), us(m.cpu[1]), fmt.Sprintf("%.1f", m.allocs[0]), fmt.Sprintf("%.1f", m.allocs[1]), fmt.Sprint(m.rounds)})
 	}
 	return table(head, rows)
 }
