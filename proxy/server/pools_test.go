@@ -212,11 +212,9 @@ func (p *poolProxy) post(path, session, body string) (*http.Response, []byte, er
 	return resp, b, err
 }
 
-func chatBody(text string, stream bool) string {
-	return fmt.Sprintf(`{"model":"coder","max_tokens":16,"stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, text)
-}
-
-func messagesBody(text string, stream bool) string {
+// coderBody is a request to the pool "coder" with one user message, valid
+// for both /v1/messages and /v1/chat/completions.
+func coderBody(text string, stream bool) string {
 	return fmt.Sprintf(`{"model":"coder","max_tokens":16,"stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, text)
 }
 
@@ -255,7 +253,7 @@ func TestPoolSimpleShuffleWeights(t *testing.T) {
 	p := newPoolProxy(t, backends, weights, "router_settings: {routing_strategy: simple-shuffle}\n", balance.Options{Rand: rand.New(rand.NewPCG(7, 11))})
 	const n = 3000
 	for i := range n {
-		resp, b, err := p.post("/v1/chat/completions", "", chatBody("hi", false))
+		resp, b, err := p.post("/v1/chat/completions", "", coderBody("hi", false))
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("request %d: %v %s", i, err, b)
 		}
@@ -282,9 +280,9 @@ func TestPoolSessionAffinity(t *testing.T) {
 	for turn := range turns {
 		for s := range sessions {
 			session := fmt.Sprintf("%08x-4a3f-4eb6-a37f-0c8eb28d1106", s*2654435761)
-			path, body := "/v1/messages", messagesBody(fmt.Sprintf("s%d t%d", s, turn), false)
+			path, body := "/v1/messages", coderBody(fmt.Sprintf("s%d t%d", s, turn), false)
 			if turn%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody(fmt.Sprintf("s%d t%d", s, turn), false)
+				path, body = "/v1/chat/completions", coderBody(fmt.Sprintf("s%d t%d", s, turn), false)
 			}
 			resp, b, err := p.post(path, session, body)
 			if err != nil || resp.StatusCode != 200 {
@@ -331,7 +329,7 @@ func TestPoolBoundedLoad(t *testing.T) {
 			session = fmt.Sprint("cold-", i)
 		}
 		wg.Go(func() {
-			resp, b, err := p.post("/v1/messages", session, messagesBody("stream", true))
+			resp, b, err := p.post("/v1/messages", session, coderBody("stream", true))
 			if err != nil || resp.StatusCode != 200 || ssecheck.Check(b) != nil {
 				failed.Add(1)
 			}
@@ -373,9 +371,9 @@ func TestPoolMaxParallel(t *testing.T) {
 	// is working on.
 	for i := range 10 {
 		wg.Go(func() {
-			path, body := "/v1/messages", messagesBody("q", false)
+			path, body := "/v1/messages", coderBody("q", false)
 			if i%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody("q", false)
+				path, body = "/v1/chat/completions", coderBody("q", false)
 			}
 			if resp, _, err := p.post(path, "", body); err == nil && resp.StatusCode == 200 {
 				ok.Add(1)
@@ -392,9 +390,9 @@ func TestPoolMaxParallel(t *testing.T) {
 	shapes := map[string][]byte{}
 	for i := range 8 {
 		wg.Go(func() {
-			path, body := "/v1/messages", messagesBody("q", i%4 < 2)
+			path, body := "/v1/messages", coderBody("q", i%4 < 2)
 			if i%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody("q", i%4 < 2)
+				path, body = "/v1/chat/completions", coderBody("q", i%4 < 2)
 			}
 			resp, b, err := p.post(path, "", body)
 			if err == nil && resp.StatusCode == 429 {
@@ -432,9 +430,9 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	start := time.Now()
 	for i := range 10 {
 		wg.Go(func() {
-			path, body, end := "/v1/messages", messagesBody(fmt.Sprint("s", i), true), "event: message_stop"
+			path, body, end := "/v1/messages", coderBody(fmt.Sprint("s", i), true), "event: message_stop"
 			if i%2 == 1 {
-				path, body, end = "/v1/chat/completions", chatBody(fmt.Sprint("s", i), true), "data: [DONE]"
+				path, body, end = "/v1/chat/completions", coderBody(fmt.Sprint("s", i), true), "data: [DONE]"
 			}
 			resp, got, err := p.post(path, "", body)
 			if err == nil && resp.StatusCode == 200 && bytes.Contains(got, []byte(end)) &&
@@ -466,13 +464,13 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	p = maxParallelProxy(t, b, "0.02")
 	b.peak.Store(0)
 	for i := range 2 {
-		wg.Go(func() { p.post("/v1/chat/completions", "", chatBody(fmt.Sprint("hold", i), true)) })
+		wg.Go(func() { p.post("/v1/chat/completions", "", coderBody(fmt.Sprint("hold", i), true)) })
 	}
 	waitUntil(t, 2*time.Second, "two streams in flight at the backend", func() bool { return b.inflight.Load() == 2 })
 	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
-		body := messagesBody("queued", true)
+		body := coderBody("queued", true)
 		if path == "/v1/chat/completions" {
-			body = chatBody("queued", true)
+			body = coderBody("queued", true)
 		}
 		resp, got, err := p.post(path, "", body)
 		if err != nil {
@@ -532,9 +530,9 @@ router_settings:
 `, refusedURL(t), refusedURL(t), small.url())
 	p := newPoolProxyYAML(t, y, []*poolBackend{small}, balance.Options{})
 	for i := range 6 {
-		path, body := "/v1/messages", messagesBody(fmt.Sprint("fb", i), i%3 == 0)
+		path, body := "/v1/messages", coderBody(fmt.Sprint("fb", i), i%3 == 0)
 		if i%2 == 1 {
-			path, body = "/v1/chat/completions", chatBody(fmt.Sprint("fb", i), i%3 == 0)
+			path, body = "/v1/chat/completions", coderBody(fmt.Sprint("fb", i), i%3 == 0)
 		}
 		resp, b, err := p.post(path, fmt.Sprint("session-", i), body)
 		if err != nil || resp.StatusCode != 200 {
@@ -574,7 +572,7 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		out := make([]int, clients)
 		for c := range clients {
 			text := fmt.Sprintf("%s c%d", round, c)
-			if resp, b, err := p.post("/v1/messages", session(c), messagesBody(text, false)); err != nil || resp.StatusCode != 200 {
+			if resp, b, err := p.post("/v1/messages", session(c), coderBody(text, false)); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("%s: %v %s", text, err, b)
 			}
 			out[c] = p.servedBy()(text)
@@ -609,7 +607,7 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; !stop.Load(); n++ {
 				text := fmt.Sprintf("load c%d n%d", c, n)
-				resp, b, err := p.post("/v1/messages", session(c), messagesBody(text, true))
+				resp, b, err := p.post("/v1/messages", session(c), coderBody(text, true))
 				r := result{text: text, body: b, err: err}
 				if resp != nil {
 					r.status = resp.StatusCode
@@ -690,7 +688,7 @@ func TestPoolBackendsAndReadyz(t *testing.T) {
 		t.Fatalf("/backends without the key: %v %v", err, resp.Status)
 	}
 	resp.Body.Close()
-	if resp, _, err := p.post("/v1/messages", "s", messagesBody("hello", false)); err != nil || resp.StatusCode != 200 {
+	if resp, _, err := p.post("/v1/messages", "s", coderBody("hello", false)); err != nil || resp.StatusCode != 200 {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, p.url+"/backends", nil)
@@ -743,7 +741,7 @@ func TestPoolBackendsAndReadyz(t *testing.T) {
 	}
 	for i, be := range backends {
 		be.kill()
-		p.post("/v1/chat/completions", "", chatBody("down", false))
+		p.post("/v1/chat/completions", "", coderBody("down", false))
 		want := 200
 		if i == 2 {
 			want = 503
