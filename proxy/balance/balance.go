@@ -157,6 +157,7 @@ type Backend struct {
 	lastSuccess time.Time
 	requests    uint64
 	failures    uint64
+	outs        uint64 // the times it went out (cooling): a lease taken before says nothing of it now
 }
 
 func (b *Backend) load() int { return b.inflight + len(b.queue) }
@@ -302,6 +303,7 @@ type Lease struct {
 	Waited   time.Duration // in the backend's queue
 
 	bl   *Balancer
+	outs uint64 // the backend's outs when the lease was taken
 	once sync.Once
 }
 
@@ -352,7 +354,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 			b.inflight++
 			b.requests++
 			bl.mu.Unlock()
-			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl}, nil
+			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: b.outs}, nil
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
 		b.queue = append(b.queue, w)
@@ -379,7 +381,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 			}
 			if err == nil {
 				bl.mu.Unlock()
-				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl}, nil
+				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: b.outs}, nil
 			}
 			// The slot came with the timeout or the cancel: pass it on.
 			bl.release(b)
@@ -408,8 +410,14 @@ func (l *Lease) Done(res Result, detail string) {
 		b := l.Backend
 		switch res {
 		case Succeeded:
-			b.fails = 0
 			b.lastSuccess = bl.now()
+			if b.state != Healthy && l.outs != b.outs {
+				// The exchange began before the backend went out: its
+				// success is old news, and the backend stays out until a
+				// probe (or a trial request) brings it back.
+				break
+			}
+			b.fails = 0
 			if b.state != Healthy {
 				bl.setState(b, Healthy)
 			}
@@ -427,6 +435,9 @@ func (bl *Balancer) fail(b *Backend, detail string) {
 	b.lastErr = detail
 	if b.fails >= bl.settings.AllowedFails {
 		b.coolUntil = bl.now().Add(bl.settings.CooldownTime)
+		if b.state == Healthy {
+			b.outs++
+		}
 		if b.state != Cooling {
 			bl.setState(b, Cooling)
 		}
