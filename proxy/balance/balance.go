@@ -207,7 +207,7 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		retries:  map[string]uint64{},
 	}
 	if bl.probe == nil {
-		bl.probe = probeModels
+		bl.probe = ProbeModels
 	}
 	if bl.now == nil {
 		bl.now = time.Now
