@@ -280,6 +280,15 @@ func (bl *Balancer) Route(alias string) (config.Route, bool) {
 	return p.members[0].route, true
 }
 
+// First returns an alias's first backend, the one its Route is of; nil
+// for an unknown alias.
+func (bl *Balancer) First(alias string) *Backend {
+	if p := bl.pools[alias]; p != nil {
+		return p.members[0].b
+	}
+	return nil
+}
+
 // Request is what Acquire needs to know of a request.
 type Request struct {
 	Alias   string
