@@ -362,8 +362,9 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 		if b.hasSlot() && len(b.queue) == 0 {
 			b.inflight++
 			b.requests++
+			outs := b.outs
 			bl.mu.Unlock()
-			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: b.outs}, nil
+			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: outs}, nil
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
 		b.queue = append(b.queue, w)
@@ -389,8 +390,9 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 				bl.hooks.Waited(b, waited, true)
 			}
 			if err == nil {
+				outs := b.outs
 				bl.mu.Unlock()
-				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: b.outs}, nil
+				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: outs}, nil
 			}
 			// The slot came with the timeout or the cancel: pass it on.
 			bl.release(b)

@@ -652,8 +652,9 @@ func TestClientStopsReading(t *testing.T) {
 // The proxy stops reading only once the buffers between it and the client
 // are full: megabytes of translated stream, which under -race on a loaded
 // machine took over 5 s, the bound this test once had. So the test waits
-// for the end itself; the bound is only there to report a hang, and the
-// end must come no sooner than stream_timeout after the client stopped.
+// for the end itself; the bound is only there to report a hang. (Nor can
+// the end be bounded below: a client that reads slowly under load has,
+// for the proxy, stopped reading, and its backend is rightly let go.)
 func TestClientStopsReadingFreesBackend(t *testing.T) {
 	const streamTimeout = 500 * time.Millisecond
 	const hang = 120 * streamTimeout // far beyond the buffers' filling; the route's timeout does not bound a stream
@@ -674,8 +675,5 @@ func TestClientStopsReadingFreesBackend(t *testing.T) {
 		t.Fatalf("the backend request still runs %s after the client stopped reading (stream_timeout %s): %d KB written", hang, streamTimeout, backend.written.Load()>>10)
 	}
 	ended := time.Since(stopped)
-	if ended < streamTimeout {
-		t.Errorf("the backend request ended %s after the client stopped reading, before stream_timeout (%s)", ended, streamTimeout)
-	}
 	t.Logf("the backend request ended %s after the client stopped reading; %d KB written", ended.Round(time.Millisecond), backend.written.Load()>>10)
 }
