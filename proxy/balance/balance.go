@@ -188,7 +188,7 @@ type Balancer struct {
 	rand     *rand.Rand // nil: global; guarded by mu
 	pools    map[string]*pool
 	backends []*Backend
-	sessions map[string]*Backend // where each session went last
+	sessions map[sessionKey]*Backend // where each session went last, per pool
 	moves    map[MoveReason]uint64
 	retries  map[string]uint64
 }
@@ -202,7 +202,7 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		now:      opts.Now,
 		rand:     opts.Rand,
 		pools:    map[string]*pool{},
-		sessions: map[string]*Backend{},
+		sessions: map[sessionKey]*Backend{},
 		moves:    map[MoveReason]uint64{},
 		retries:  map[string]uint64{},
 	}
@@ -625,9 +625,18 @@ func fits(load, total int, w, weights float64) bool {
 	return load == 0 || float64(load+1) <= LoadBound*float64(total+1)*w/weights
 }
 
+// sessionKey is a session in one pool: a client that sends one session
+// to two aliases (a coding client's main and small models) has a place in
+// each, and going from one alias to the other moves nothing.
+type sessionKey struct {
+	pool    *pool
+	session string
+}
+
 // noteSession remembers where a session went and counts a move; mu is held.
 func (bl *Balancer) noteSession(p *pool, session string, to *Backend, total int, weights float64) {
-	prev, ok := bl.sessions[session]
+	key := sessionKey{p, session}
+	prev, ok := bl.sessions[key]
 	if ok && prev == to {
 		return
 	}
@@ -655,7 +664,7 @@ func (bl *Balancer) noteSession(p *pool, session string, to *Backend, total int,
 			}
 		}
 	}
-	bl.sessions[session] = to
+	bl.sessions[key] = to
 }
 
 // rendezvousScore is the weighted highest-random-weight score of a key at

@@ -305,6 +305,37 @@ func TestSharedBackendAcrossAliases(t *testing.T) {
 	}
 }
 
+// TestSessionAcrossTwoAliasesMovesNothing: a coding client sends one
+// session id to its main and its small model, two aliases on different
+// backends; going back and forth between them is no move.
+func TestSessionAcrossTwoAliasesMovesNothing(t *testing.T) {
+	cfg, err := config.Parse("c.yaml", []byte(`model_list:
+  - model_name: main
+    proxy_params: {model: vendorb/m, api_base: 'http://one/v1', api_key: k}
+  - model_name: small
+    proxy_params: {model: vendorb/m, api_base: 'http://two/v1', api_key: k}
+  - model_name: small
+    proxy_params: {model: vendorb/m, api_base: 'http://three/v1', api_key: k}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hooked int
+	bl := New(cfg, Options{Hooks: Hooks{Moved: func(string, *Backend, *Backend, MoveReason) { hooked++ }}})
+	for range 10 {
+		for _, alias := range []string{"main", "small"} {
+			l := acquire(t, bl, Request{Alias: alias, Session: "s1"})
+			if want := "one"; alias == "main" && !strings.Contains(l.Backend.APIBase, want) {
+				t.Fatalf("main went to %s", l.Backend.APIBase)
+			}
+			l.Done(Succeeded, "")
+		}
+	}
+	if m := bl.Counters().Moves; len(m) != 0 || hooked != 0 {
+		t.Errorf("moves %v (hook called %d times), want none", m, hooked)
+	}
+}
+
 // BenchmarkAcquire is the choice a request pays for its pool: pick a
 // backend for a session and take and give back its slot.
 func BenchmarkAcquire(b *testing.B) {

@@ -107,8 +107,18 @@ type Metrics struct {
 	pings       *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
 
-	series sync.Map // seriesKey → *routeSeries
-	counts sync.Map // countKey → prometheus.Counter
+	// routes are the series of every route known at start-up, resolved
+	// once there: Observe looks them up in a map that is never written
+	// after New (no lock, no label hashing by the client library).
+	routes map[seriesKey]*routeSeries
+	// The children of the other families whose label values are known
+	// at start-up, resolved there too (by endpoint; by backend; by backend
+	// and reason; by alias and reason).
+	endpointPings, endpointDisconnects map[string]prometheus.Counter
+	backendWaits                       map[string]prometheus.Observer
+	backendRetries, aliasMoves         map[[2]string]prometheus.Counter
+	series                             sync.Map // seriesKey → *routeSeries: the routes not known at start-up
+	counts                             sync.Map // countKey → prometheus.Counter: outcomes other than success
 }
 
 // New registers every family, with its known series at 0.
@@ -161,6 +171,9 @@ func New(s Setup) *Metrics {
 			Help: "API requests whose client went away before the end of the answer.",
 		}, []string{"endpoint"}),
 	}
+	m.routes = map[seriesKey]*routeSeries{}
+	m.endpointPings, m.endpointDisconnects = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
+	m.backendWaits, m.backendRetries, m.aliasMoves = map[string]prometheus.Observer{}, map[[2]string]prometheus.Counter{}, map[[2]string]prometheus.Counter{}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dragoman_build_info",
 		Help: "The proxy's version and the Go version it was built with; always 1.",
@@ -177,27 +190,26 @@ func New(s Setup) *Metrics {
 		m.retries, m.moves, m.pings, m.disconnects, newLoadCollector(s),
 	)
 	for _, e := range Endpoints {
-		m.pings.WithLabelValues(e)
-		m.disconnects.WithLabelValues(e)
+		m.endpointPings[e] = m.pings.WithLabelValues(e)
+		m.endpointDisconnects[e] = m.disconnects.WithLabelValues(e)
 	}
 	backends := map[string]bool{}
 	aliases := map[string]bool{}
 	for _, r := range s.Routes {
 		for _, e := range []string{EndpointMessages, EndpointChat, EndpointResponses} {
-			m.requests.WithLabelValues(e, r.Alias, r.Backend, "200", ErrorNone)
-			m.routeSeries(e, r.Alias, r.Backend)
+			m.routes[seriesKey{e, r.Alias, r.Backend}] = m.newRouteSeries(e, r.Alias, r.Backend)
 		}
 		if !backends[r.Backend] {
 			backends[r.Backend] = true
-			m.queueWait.WithLabelValues(r.Backend)
+			m.backendWaits[r.Backend] = m.queueWait.WithLabelValues(r.Backend)
 			for _, reason := range RetryReasons {
-				m.retries.WithLabelValues(r.Backend, reason)
+				m.backendRetries[[2]string{r.Backend, reason}] = m.retries.WithLabelValues(r.Backend, reason)
 			}
 		}
 		if !aliases[r.Alias] {
 			aliases[r.Alias] = true
 			for _, reason := range MoveReasons {
-				m.moves.WithLabelValues(r.Alias, reason)
+				m.aliasMoves[[2]string{r.Alias, reason}] = m.moves.WithLabelValues(r.Alias, reason)
 			}
 		}
 	}
@@ -227,13 +239,17 @@ type Request struct {
 	ErrorType  string // ErrorNone, or what went wrong
 	Duration   time.Duration
 	FirstToken time.Duration // from arrival to the first content token of a stream; 0 when none was relayed
-	Usage      *Usage        // nil when the backend reported none
+	Usage      Usage         // zero when the backend reported none
 	Pings      int
 	Disconnect bool // the client went away before the end
 }
 
-// routeSeries are the per-route children, looked up once per route.
+// routeSeries are the children of one route (endpoint, alias, backend),
+// looked up once per route: its latencies, tokens, and its requests
+// counter of success (status 200, error_type none), the outcome of nearly
+// every request.
 type routeSeries struct {
+	ok                               prometheus.Counter
 	duration, ttft, rate             prometheus.Observer
 	input, output, cached, reasoning prometheus.Counter
 }
@@ -246,12 +262,9 @@ type countKey struct {
 	errorType string
 }
 
-func (m *Metrics) routeSeries(endpoint, alias, backend string) *routeSeries {
-	k := seriesKey{endpoint, alias, backend}
-	if s, ok := m.series.Load(k); ok {
-		return s.(*routeSeries)
-	}
-	s := &routeSeries{
+func (m *Metrics) newRouteSeries(endpoint, alias, backend string) *routeSeries {
+	return &routeSeries{
+		ok:        m.requests.WithLabelValues(endpoint, alias, backend, "200", ErrorNone),
 		duration:  m.duration.WithLabelValues(endpoint, alias, backend),
 		ttft:      m.ttft.WithLabelValues(endpoint, alias, backend),
 		rate:      m.rate.WithLabelValues(alias, backend),
@@ -260,43 +273,73 @@ func (m *Metrics) routeSeries(endpoint, alias, backend string) *routeSeries {
 		cached:    m.tokens.WithLabelValues(alias, backend, "cache_read"),
 		reasoning: m.tokens.WithLabelValues(alias, backend, "reasoning"),
 	}
-	actual, _ := m.series.LoadOrStore(k, s)
+}
+
+// routeSeries returns the series of route k: those resolved at start-up,
+// else those resolved at the route's first request.
+func (m *Metrics) routeSeries(k seriesKey) *routeSeries {
+	if s, ok := m.routes[k]; ok {
+		return s
+	}
+	if s, ok := m.series.Load(k); ok {
+		return s.(*routeSeries)
+	}
+	actual, _ := m.series.LoadOrStore(k, m.newRouteSeries(k.endpoint, k.alias, k.backend))
 	return actual.(*routeSeries)
 }
 
-// Observe reports one API request.
+// count increments the requests counter of an outcome other than success.
+func (m *Metrics) count(k countKey) {
+	c, ok := m.counts.Load(k)
+	if !ok {
+		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, strconv.Itoa(k.status), k.errorType))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// Observe reports one API request. A successful request on a route known
+// at start-up costs one map lookup and the atomic adds of its series; it
+// allocates nothing.
 func (m *Metrics) Observe(r *Request) {
 	if m == nil || r.Endpoint == "" {
 		return
 	}
-	k := countKey{seriesKey{r.Endpoint, r.Alias, r.Backend}, r.Status, r.ErrorType}
-	c, ok := m.counts.Load(k)
-	if !ok {
-		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(r.Endpoint, r.Alias, r.Backend, strconv.Itoa(r.Status), r.ErrorType))
-	}
-	c.(prometheus.Counter).Inc()
+	k := seriesKey{r.Endpoint, r.Alias, r.Backend}
 	if r.Pings > 0 {
-		m.pings.WithLabelValues(r.Endpoint).Add(float64(r.Pings))
+		known(m.endpointPings, r.Endpoint, func() prometheus.Counter { return m.pings.WithLabelValues(r.Endpoint) }).Add(float64(r.Pings))
 	}
 	if r.Disconnect {
-		m.disconnects.WithLabelValues(r.Endpoint).Inc()
+		known(m.endpointDisconnects, r.Endpoint, func() prometheus.Counter { return m.disconnects.WithLabelValues(r.Endpoint) }).Inc()
 	}
 	if r.Backend == Unknown {
+		m.count(countKey{k, r.Status, r.ErrorType})
 		return // refused before a backend was chosen: no latency of its
 	}
-	s := m.routeSeries(r.Endpoint, r.Alias, r.Backend)
+	s := m.routeSeries(k)
+	if r.Status == http.StatusOK && r.ErrorType == ErrorNone {
+		s.ok.Inc()
+	} else {
+		m.count(countKey{k, r.Status, r.ErrorType})
+	}
 	s.duration.Observe(r.Duration.Seconds())
 	if r.FirstToken > 0 {
 		s.ttft.Observe(r.FirstToken.Seconds())
 	}
-	if u := r.Usage; u != nil {
-		s.input.Add(float64(u.Input))
-		s.output.Add(float64(u.Output))
-		s.cached.Add(float64(u.CacheRead))
-		s.reasoning.Add(float64(u.Reasoning))
-		if gen := r.Duration - r.FirstToken; r.FirstToken > 0 && gen > 0 && u.Output > 0 {
-			s.rate.Observe(float64(u.Output) / gen.Seconds())
-		}
+	u := r.Usage
+	addTokens(s.input, u.Input)
+	addTokens(s.output, u.Output)
+	addTokens(s.cached, u.CacheRead)
+	addTokens(s.reasoning, u.Reasoning)
+	if gen := r.Duration - r.FirstToken; r.FirstToken > 0 && gen > 0 && u.Output > 0 {
+		s.rate.Observe(float64(u.Output) / gen.Seconds())
+	}
+}
+
+// addTokens adds n tokens to c; none (the usual cache_read and reasoning)
+// costs no atomic add.
+func addTokens(c prometheus.Counter, n int) {
+	if n > 0 {
+		c.Add(float64(n))
 	}
 }
 
@@ -304,7 +347,7 @@ func (m *Metrics) Observe(r *Request) {
 // (on another backend of the pool when there is one).
 func (m *Metrics) Retried(backend, reason string) {
 	if m != nil {
-		m.retries.WithLabelValues(backend, reason).Inc()
+		known(m.backendRetries, [2]string{backend, reason}, func() prometheus.Counter { return m.retries.WithLabelValues(backend, reason) }).Inc()
 	}
 }
 
@@ -312,15 +355,24 @@ func (m *Metrics) Retried(backend, reason string) {
 // its previous one.
 func (m *Metrics) SessionMoved(alias, reason string) {
 	if m != nil {
-		m.moves.WithLabelValues(alias, reason).Inc()
+		known(m.aliasMoves, [2]string{alias, reason}, func() prometheus.Counter { return m.moves.WithLabelValues(alias, reason) }).Inc()
 	}
 }
 
 // QueueWait reports how long a request waited for a slot of backend.
 func (m *Metrics) QueueWait(backend string, wait time.Duration) {
 	if m != nil {
-		m.queueWait.WithLabelValues(backend).Observe(wait.Seconds())
+		known(m.backendWaits, backend, func() prometheus.Observer { return m.queueWait.WithLabelValues(backend) }).Observe(wait.Seconds())
 	}
+}
+
+// known returns the child of labels among those resolved at start-up,
+// else the one resolve finds in its family.
+func known[K comparable, C any](children map[K]C, labels K, resolve func() C) C {
+	if c, ok := children[labels]; ok {
+		return c
+	}
+	return resolve()
 }
 
 // loadCollector reports each backend's state and load, read at the scrape.

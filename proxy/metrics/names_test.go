@@ -74,7 +74,7 @@ func TestDashboardAndREADMEMetricsExported(t *testing.T) {
 func TestExpositionLint(t *testing.T) {
 	m := New(Setup{Version: "test", Routes: []Route{{Alias: "a", Backend: "b"}}})
 	m.Observe(&Request{Endpoint: EndpointMessages, Alias: "a", Backend: "b", Status: 200, ErrorType: ErrorNone,
-		Duration: time.Second, FirstToken: 100 * time.Millisecond, Usage: &Usage{Input: 10, Output: 20}, Pings: 1})
+		Duration: time.Second, FirstToken: 100 * time.Millisecond, Usage: Usage{Input: 10, Output: 20}, Pings: 1})
 	m.Retried("b", "status_503")
 	m.SessionMoved("a", "down")
 	m.QueueWait("b", time.Millisecond)

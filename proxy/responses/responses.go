@@ -3,9 +3,11 @@
 // tools), the response object and its output items, the stream events and
 // the error shape.
 //
-// Union-typed members (input as a string or a list, message content as a
-// string or a list of parts, tool_choice, text.format, a tool call's output)
-// are kept as raw JSON for the translator to read.
+// Union-typed members (tool_choice, text.format) are kept as raw JSON for
+// the translator to read; input, message content and a tool call's output
+// (a string or a list) decode into Input and Content. Texts the translator
+// passes on (message text, tool descriptions, call arguments) stay quoted,
+// as raw JSON strings.
 package responses
 
 import (
@@ -18,7 +20,7 @@ import (
 // …) are accepted and ignored.
 type Request struct {
 	Model              string         `json:"model"`
-	Input              jsontext.Value `json:"input"`        // a string, or an array of items
+	Input              Input          `json:"input"`        // a string, or an array of items
 	Instructions       jsontext.Value `json:"instructions"` // a string, or null
 	Tools              []Tool         `json:"tools"`
 	ToolChoice         jsontext.Value `json:"tool_choice"`
@@ -31,6 +33,57 @@ type Request struct {
 	Stream             bool           `json:"stream"`
 	PreviousResponseID *string        `json:"previous_response_id"`
 	User               jsontext.Value `json:"user"`
+}
+
+// Input is the request's input: a string (Text, kept quoted) or a list of
+// items (Items, not nil, maybe empty). A value of another kind stays raw in
+// Text, for the translator to refuse in its own words; null and an absent
+// member leave both zero.
+type Input struct {
+	Text  jsontext.Value
+	Items []Item
+}
+
+// UnmarshalJSONFrom decodes a string or an array of items.
+func (in *Input) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*in = Input{}
+	return unmarshalUnion(dec, &in.Text, &in.Items)
+}
+
+// Content is a message's content or a tool call's output: a string (Text,
+// kept quoted) or a list of parts (Parts, not nil, maybe empty). A value of
+// another kind stays raw in Text, for the translator to refuse; null and an
+// absent member leave both zero.
+type Content struct {
+	Text  jsontext.Value
+	Parts []Part
+}
+
+// UnmarshalJSONFrom decodes a string or an array of parts.
+func (c *Content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*c = Content{}
+	return unmarshalUnion(dec, &c.Text, &c.Parts)
+}
+
+// unmarshalUnion decodes an array into list (never nil then), null into
+// nothing, and any other value raw into text.
+func unmarshalUnion[T any](dec *jsontext.Decoder, text *jsontext.Value, list *[]T) error {
+	switch dec.PeekKind() {
+	case '[':
+		if err := json.UnmarshalDecode(dec, list); err != nil {
+			return err
+		}
+		if *list == nil {
+			*list = []T{}
+		}
+		return nil
+	case 'n':
+		_, err := dec.ReadValue()
+		return err
+	}
+	v, err := dec.ReadValue()
+	*text = v.Clone()
+	return err
 }
 
 // Reasoning asks for reasoning effort and summaries.
@@ -48,17 +101,21 @@ type TextConfig struct {
 // Item is one element of an input array. Type is "message" (or empty, with
 // a Role), "function_call", "function_call_output", "custom_tool_call",
 // "custom_tool_call_output", "reasoning", or a hosted tool's item.
+//
+// Arguments and Input are strings kept quoted (or values of another kind,
+// for the translator to refuse): their text goes on to the backend as the
+// client escaped it.
 type Item struct {
 	Type      string         `json:"type"`
 	ID        string         `json:"id"`
 	Role      string         `json:"role"`
-	Content   jsontext.Value `json:"content"` // message: a string or parts; reasoning: reasoning_text parts
+	Content   Content        `json:"content"` // message: a string or parts; reasoning: reasoning_text parts
 	CallID    string         `json:"call_id"`
 	Name      string         `json:"name"`
 	Namespace string         `json:"namespace"`
-	Arguments string         `json:"arguments"` // function_call
-	Input     string         `json:"input"`     // custom_tool_call
-	Output    jsontext.Value `json:"output"`    // *_output: a string or parts
+	Arguments jsontext.Value `json:"arguments"` // function_call
+	Input     jsontext.Value `json:"input"`     // custom_tool_call
+	Output    Content        `json:"output"`    // *_output: a string or parts
 	Summary   []Part         `json:"summary"`   // reasoning
 }
 
@@ -77,21 +134,25 @@ type Part struct {
 // Schema), "custom" (free-form input, Format an optional grammar),
 // "namespace" (a group of function and custom tools), or a hosted tool
 // ("web_search", "file_search", …) that only OpenAI's servers run.
+// Description is a string kept quoted (or a value of another kind, for the
+// translator to refuse).
 type Tool struct {
 	Type        string         `json:"type"`
 	Name        string         `json:"name"`
-	Description string         `json:"description"`
+	Description jsontext.Value `json:"description"`
 	Parameters  jsontext.Value `json:"parameters"`
 	Format      *CustomFormat  `json:"format"`
 	Tools       []Tool         `json:"tools"`
 }
 
 // CustomFormat is a custom tool's input format: {"type":"text"} or
-// {"type":"grammar","syntax":"lark"|"regex","definition":…}.
+// {"type":"grammar","syntax":"lark"|"regex","definition":…}; Definition is
+// a string kept quoted (or a value of another kind, for the translator to
+// refuse).
 type CustomFormat struct {
-	Type       string `json:"type"`
-	Syntax     string `json:"syntax"`
-	Definition string `json:"definition"`
+	Type       string         `json:"type"`
+	Syntax     string         `json:"syntax"`
+	Definition jsontext.Value `json:"definition"`
 }
 
 // Item types.

@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,11 +28,6 @@ type badCase struct {
 	message string // in error.message
 	backend bool   // the backend answers it (pass-through): it may see the request
 }
-
-const (
-	goodMessages = `{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"still serving"}]}`
-	goodChat     = `{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"still serving"}]}`
-)
 
 // nested returns a JSON value nested depth arrays deep.
 func nested(depth int) string {
@@ -150,54 +143,6 @@ func checkErrorShape(t *testing.T, path string, body []byte, wantType, wantMessa
 	}
 }
 
-func (h *harness) do(method, path, body string, header []string, addAuth bool) (*http.Response, []byte) {
-	h.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, h.proxy.URL+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	if addAuth {
-		req.Header.Add("Authorization", "Bearer "+clientKey)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i+1] == "" {
-			req.Header.Del(header[i])
-		} else {
-			req.Header.Set(header[i], header[i+1])
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return resp, b
-}
-
-// stillServing asserts that both endpoints answer a good request.
-func (h *harness) stillServing() {
-	h.t.Helper()
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
-		body := goodMessages
-		if path != "/v1/messages" {
-			body = goodChat
-		}
-		resp, b := h.do(http.MethodPost, path, body, nil, false)
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("still serving")) {
-			h.t.Fatalf("%s after a bad request: %d %s", path, resp.StatusCode, b)
-		}
-	}
-}
-
 // TestBadInput sends each kind of bad request to the endpoint it targets:
 // each gets a 4xx in that endpoint's error shape, the backend never sees
 // it, and the proxy goes on serving good requests.
@@ -300,13 +245,12 @@ func TestBadInputTooLarge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			b := drain(t, resp)
 			if resp.StatusCode != 413 {
 				t.Fatalf("%s chunked=%v: %d %s", tc.path, chunked, resp.StatusCode, b)
 			}
-			checkErrorShape(t, tc.path, b, tc.typ, "4096 bytes")
-			if !strings.Contains(string(b), "max_request_bytes") {
+			checkErrorShape(t, tc.path, []byte(b), tc.typ, "4096 bytes")
+			if !strings.Contains(b, "max_request_bytes") {
 				t.Errorf("413 does not name the setting: %s", b)
 			}
 			if n := len(h.backend.Requests()); n != 0 {
@@ -351,14 +295,14 @@ func TestBadInputSDKErrors(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	params := userText("local-model", "hi")
 	params.MaxTokens = 0
-	_, err := messagesClient(h, clientKey).Messages.New(context.Background(), params)
+	_, err := messagesClient(h, clientKey).Messages.New(t.Context(), params)
 	var mErr *anthropic.Error
 	if !errors.As(err, &mErr) || mErr.StatusCode != 400 || !strings.Contains(mErr.RawJSON(), `"invalid_request_error"`) {
 		t.Errorf("Messages SDK, max_tokens 0: %v", err)
 	}
 	cp := chatParams("local-model", "hi")
 	cp.Messages = nil
-	_, err = chatClient(h, clientKey).Chat.Completions.New(context.Background(), cp)
+	_, err = chatClient(h, clientKey).Chat.Completions.New(t.Context(), cp)
 	var cErr *openai.Error
 	if !errors.As(err, &cErr) || cErr.StatusCode != 400 || cErr.Type != "invalid_request_error" {
 		t.Errorf("Chat SDK, no messages: %v", err)

@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,7 +28,7 @@ func TestChatSDKNonStream(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	client := chatClient(h, clientKey)
 	for _, alias := range []string{"claude-opus-5-5", "local-model"} {
-		resp, err := client.Chat.Completions.New(context.Background(), chatParams(alias, "hello there"))
+		resp, err := client.Chat.Completions.New(t.Context(), chatParams(alias, "hello there"))
 		if err != nil {
 			t.Fatalf("%s: %v", alias, err)
 		}
@@ -63,7 +61,7 @@ func TestChatSDKStream(t *testing.T) {
 	client := chatClient(h, clientKey)
 	params := chatParams("claude-opus-5-5", "stream please")
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	stream := client.Chat.Completions.NewStreaming(t.Context(), params)
 	var acc openai.ChatCompletionAccumulator
 	chunks := 0
 	for stream.Next() {
@@ -99,7 +97,7 @@ func TestChatSDKToolCall(t *testing.T) {
 		Name:       "Bash",
 		Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}},
 	})}
-	resp, err := client.Chat.Completions.New(context.Background(), params)
+	resp, err := client.Chat.Completions.New(t.Context(), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +110,7 @@ func TestChatSDKToolCall(t *testing.T) {
 func TestChatSDKUnknownAlias(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	client := chatClient(h, clientKey)
-	_, err := client.Chat.Completions.New(context.Background(), chatParams("gpt-nope", "hi"))
+	_, err := client.Chat.Completions.New(t.Context(), chatParams("gpt-nope", "hi"))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("err = %v, want an API error", err)
@@ -136,7 +134,7 @@ func TestChatSDKUnknownAlias(t *testing.T) {
 func TestChatSDKWrongKey(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	client := chatClient(h, "sk-wrong")
-	_, err := client.Chat.Completions.New(context.Background(), chatParams("local-model", "hi"))
+	_, err := client.Chat.Completions.New(t.Context(), chatParams("local-model", "hi"))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized || apiErr.Type != "authentication_error" {
 		t.Fatalf("err = %v, want 401 authentication_error", err)
@@ -158,21 +156,7 @@ func TestChatKeyHeaders(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+clientKey)
-			for i := 0; i+1 < len(tc.header); i += 2 {
-				if tc.header[i+1] == "" {
-					req.Header.Del(tc.header[i])
-				} else {
-					req.Header.Set(tc.header[i], tc.header[i+1])
-				}
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			resp, _ := h.do(http.MethodPost, "/v1/chat/completions", body, tc.header, false)
 			if resp.StatusCode != tc.status {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
 			}
@@ -194,8 +178,7 @@ func TestChatSystemFoldedWithoutSystemRole(t *testing.T) {
 		{"role":"system","content":[{"type":"text","text":"mid-list rule"}]},
 		{"role":"user","content":"second"}]}`
 	resp := h.post("/v1/chat/completions", body)
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	drain(t, resp)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -226,7 +209,7 @@ func TestChatSystemFoldedWithoutSystemRole(t *testing.T) {
 func TestModelsAndProbes(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	client := chatClient(h, clientKey)
-	page, err := client.Models.List(context.Background())
+	page, err := client.Models.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,14 +240,8 @@ func TestModelsQuotesAliasesAsJSON(t *testing.T) {
 	alias := "odd\x01\"é\u2028model"
 	params := "    proxy_params:\n      model: vendorb/m\n      api_base: http://127.0.0.1:9/v1\n      api_key: k\n"
 	h := newHarness(t, harnessOptions{routesYAML: "model_list:\n  - model_name: \"odd\\x01\\\"é\\u2028model\"\n" + params + "  - model_name: plain\n" + params})
-	req, _ := http.NewRequest(http.MethodGet, h.proxy.URL+"/v1/models", nil)
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	req.Header.Set("anthropic-version", "2023-06-01") // the Messages shape names display_name, first_id, last_id
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	// The Messages shape names display_name, first_id, last_id.
+	_, body := h.do(http.MethodGet, "/v1/models", "", []string{"anthropic-version", "2023-06-01"}, false)
 	var list struct {
 		Data []struct {
 			ID          string `json:"id"`
@@ -273,7 +250,6 @@ func TestModelsQuotesAliasesAsJSON(t *testing.T) {
 		FirstID string `json:"first_id"`
 		LastID  string `json:"last_id"`
 	}
-	body, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, body)
 	}

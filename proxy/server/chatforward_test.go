@@ -214,8 +214,7 @@ func TestChatLargeBodyRewrittenWhole(t *testing.T) {
 	h := newHarness(t, harnessOptions{extraYAML: "      supports_system_message: false\n      max_output_tokens: 100\n"})
 	body := `{"model":"claude-opus-5-5","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"` + strings.Repeat("s", 40<<10) + `"}],"max_tokens":5000}`
 	resp := h.post("/v1/chat/completions", body, "Content-Type", "application/json")
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := drain(t, resp)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}

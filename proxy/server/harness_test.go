@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -79,15 +81,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if settings == "" {
 		settings = "  enable_vendora_pass_through: true\n"
 	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(routes+"general_settings:\n"+settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("TEST_BACKEND_KEY", backendKey)
-	cfg, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, routes+"general_settings:\n"+settings)
 	pool := o.pool
 	if pool == nil {
 		pool = upstream.NewPool()
@@ -120,22 +115,107 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	return h
 }
 
-// post sends a raw request with the client key.
+// Good requests, for checking that the proxy still serves.
+const (
+	goodMessages = `{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"still serving"}]}`
+	goodChat     = `{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"still serving"}]}`
+)
+
+// post sends a raw request with the client key; header holds name, value
+// pairs (a value "" deletes the header).
 func (h *harness) post(path, body string, header ...string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.proxy.URL+path, strings.NewReader(body))
+	return h.send(http.MethodPost, path, body, header, false)
+}
+
+// do sends a raw request with the client key (twice with addAuth) and
+// reads its whole answer.
+func (h *harness) do(method, path, body string, header []string, addAuth bool) (*http.Response, []byte) {
+	h.t.Helper()
+	resp := h.send(method, path, body, header, addAuth)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp, b
+}
+
+func (h *harness) send(method, path, body string, header []string, addAuth bool) *http.Response {
+	h.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.proxy.URL+path, rd)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+clientKey)
+	if addAuth {
+		req.Header.Add("Authorization", "Bearer "+clientKey)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return resp
+}
+
+// stillServing asserts that both endpoints answer a good request.
+func (h *harness) stillServing() {
+	h.t.Helper()
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		body := goodMessages
+		if path != "/v1/messages" {
+			body = goodChat
+		}
+		resp, b := h.do(http.MethodPost, path, body, nil, false)
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("still serving")) {
+			h.t.Fatalf("%s after a bad request: %d %s", path, resp.StatusCode, b)
+		}
+	}
+}
+
+// drain reads a body to its end (readEvents) and closes it.
+func drain(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	return string(readEvents(t, resp.Body))
+}
+
+// cannedBackend answers every request with status and the JSON body; it
+// returns its api_base.
+func cannedBackend(t testing.TB, status int, body string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// loadConfig loads a configuration file holding y.
+func loadConfig(t testing.TB, y string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // backendRequests returns the bodies the backend received.

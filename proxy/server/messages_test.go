@@ -266,16 +266,14 @@ func TestMessagesSDKErrors(t *testing.T) {
 func TestMessagesOffWithoutPassThrough(t *testing.T) {
 	h := newHarness(t, harnessOptions{settings: "  enable_vendora_pass_through: false\n"})
 	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := drain(t, resp)
 	if resp.StatusCode != 404 || !strings.Contains(string(b), `"type":"error"`) || !strings.Contains(string(b), "enable_vendora_pass_through: true") {
 		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 }
 
-// readEvents reads a Messages stream's events until it ends.
 // readEvents reads a response body that must end cleanly.
-func readEvents(t *testing.T, body io.Reader) []byte {
+func readEvents(t testing.TB, body io.Reader) []byte {
 	t.Helper()
 	b, err := io.ReadAll(body)
 	if err != nil {
@@ -340,8 +338,7 @@ func TestMessagesStreamPingsWhileBackendIsSlow(t *testing.T) {
 func TestMessagesStreamFailsFastWithRealStatus(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{Loading: time.Hour}, extraYAML: "      num_retries: 1\n"})
 	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := drain(t, resp)
 	if resp.StatusCode != 529 || !strings.Contains(string(b), `"overloaded_error"`) || !strings.Contains(string(b), "Loading model") {
 		t.Errorf("%d %s", resp.StatusCode, b)
 	}

@@ -29,13 +29,6 @@ func zeroEndpoints(nonZero map[string]float64) map[string]float64 {
 	return out
 }
 
-// drain reads a body to its end (readEvents) and closes it.
-func drain(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	return string(readEvents(t, resp.Body))
-}
-
 // TestMetricsStreamPings: a backend slow to its first byte and between
 // events makes the proxy ping a Messages stream's client; the ping counter
 // equals the pings the client received, and a Chat stream (which is never

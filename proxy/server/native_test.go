@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -197,8 +194,7 @@ func TestNativeBodyBytes(t *testing.T) {
 	body = strings.Replace(body, `"stream":true`, `"stream":false`, 1)
 	want = strings.Replace(want, `"stream":true`, `"stream":false`, 1)
 	resp := h.post("/v1/messages?beta=true", body, "anthropic-version", f.Headers["anthropic-version"], "anthropic-beta", f.Headers["anthropic-beta"])
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := drain(t, resp)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"model":"claude-opus-5-5"`) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
@@ -240,18 +236,6 @@ func TestNativeColdStartPings(t *testing.T) {
 	}
 }
 
-// errorBackend answers every request with status and body.
-func errorBackend(t *testing.T, status int, body string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
-}
-
 // TestNativeBackendErrors: a native backend's error statuses reach the
 // Messages client as the format's error shapes, stream or not.
 func TestNativeBackendErrors(t *testing.T) {
@@ -270,7 +254,7 @@ func TestNativeBackendErrors(t *testing.T) {
 		{500, `{"type":"error","error":{"type":"api_error","message":"The number of tokens to keep from the initial prompt is greater than the context length (n_keep: 5012 >= n_ctx: 4096). Try to load the model with a larger context length, or provide a shorter input."}}`, 400, "invalid_request_error"},
 	}
 	for _, tc := range cases {
-		h := newNativeHarness(t, harnessOptions{backendURL: errorBackend(t, tc.status, tc.body)})
+		h := newNativeHarness(t, harnessOptions{backendURL: cannedBackend(t, tc.status, tc.body)})
 		client := messagesClient(h, clientKey)
 		_, err := client.Messages.New(context.Background(), userText("claude-opus-5-5", "hi"))
 		var apiErr *anthropic.Error
@@ -318,8 +302,7 @@ func TestNativeCountTokens(t *testing.T) {
 	h := newNativeHarness(t, harnessOptions{})
 	count := func(h *harness) (string, string) {
 		resp := h.post("/v1/messages/count_tokens?beta=true", `{"model":"claude-opus-5-5","messages":[{"role":"user","content":"one two three four"}],"context_management":{}}`)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		b := drain(t, resp)
 		return resp.Header.Get("Dragoman-Token-Count"), strings.TrimSpace(string(b))
 	}
 	if source, body := count(h); source != "backend" || body != `{"input_tokens":4}` {

@@ -228,9 +228,9 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 	if backend == "" {
 		backend = metrics.Unknown
 	}
-	var usage *metrics.Usage
+	var usage metrics.Usage
 	if u := o.usage; u != nil {
-		usage = &metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
+		usage = metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
 	}
 	s.metrics.Observe(&metrics.Request{
 		Endpoint: o.endpoint, Alias: alias, Backend: backend, Status: status, ErrorType: errType,
@@ -239,7 +239,7 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 	if o.trace != nil {
 		out := tracing.Outcome{Alias: rec.alias, Backend: o.backend, Status: status, ErrorType: errType,
 			MaxTokens: o.maxTokens, Stream: o.stream, FirstToken: o.firstToken}
-		if usage != nil {
+		if o.usage != nil {
 			out.HaveUsage, out.InputTokens, out.OutputTokens = true, usage.Input, usage.Output
 		}
 		o.trace.End(out)

@@ -12,19 +12,6 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/overflow/overflowtest"
 )
 
-// overflowBackend answers every chat completion with a recorded overflow.
-func overflowBackend(t *testing.T, f overflowtest.Fixture) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.Status)
-		w.Write(f.Body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
-}
-
 type errorBody struct {
 	Type  string `json:"type"`
 	Error struct {
@@ -57,7 +44,7 @@ func TestOverflowEachServerWordingBothEndpoints(t *testing.T) {
 	}
 	for _, f := range all {
 		t.Run(f.Name, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{backendURL: overflowBackend(t, f)})
+			h := newHarness(t, harnessOptions{backendURL: cannedBackend(t, f.Status, string(f.Body))})
 			for _, stream := range []bool{false, true} {
 				s := "false"
 				if stream {
@@ -83,7 +70,7 @@ func TestOverflowNumbersFromTheConfiguredWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessOptions{backendURL: overflowBackend(t, f), extraYAML: "      context_window: 8192\n"})
+	h := newHarness(t, harnessOptions{backendURL: cannedBackend(t, f.Status, string(f.Body)), extraYAML: "      context_window: 8192\n"})
 	status, e, raw := readError(t, h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
 	if status != 400 || e.Error.Message != "prompt is too long: 12213 tokens > 8192 maximum" {
 		t.Errorf("%d %s", status, raw)

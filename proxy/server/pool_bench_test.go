@@ -3,17 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
-	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -32,22 +28,9 @@ func BenchmarkPool(b *testing.B) {
 			var y strings.Builder
 			y.WriteString("model_list:\n")
 			for i := range n {
-				hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					io.Copy(io.Discard, r.Body)
-					w.Header().Set("Content-Type", "application/json")
-					io.WriteString(w, poolBenchAnswer)
-				}))
-				b.Cleanup(hs.Close)
-				fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s/v1', api_key: k, name: b%d}\n", hs.URL, i)
+				fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: k, name: b%d}\n", cannedBackend(b, http.StatusOK, poolBenchAnswer), i)
 			}
-			path := filepath.Join(b.TempDir(), "config.yaml")
-			if err := os.WriteFile(path, []byte(y.String()+"general_settings: {enable_vendora_pass_through: true}\n"), 0o600); err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := config.Load(path, os.LookupEnv)
-			if err != nil {
-				b.Fatal(err)
-			}
+			cfg := loadConfig(b, y.String()+"general_settings: {enable_vendora_pass_through: true}\n")
 			bal := balance.New(cfg, balance.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			b.Cleanup(cancel)
@@ -67,9 +50,7 @@ func BenchmarkPool(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				got, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
+				if got := drain(b, resp); resp.StatusCode != 200 {
 					b.Fatalf("status %d: %s", resp.StatusCode, got)
 				}
 			}

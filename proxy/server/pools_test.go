@@ -12,8 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +19,6 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
-	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -494,14 +491,7 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 // the balancer probes backends that are out (Run).
 func newPoolProxyYAML(t *testing.T, y string, backends []*poolBackend, opts balance.Options) *poolProxy {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(y+"general_settings: {enable_vendora_pass_through: true}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, y+"general_settings: {enable_vendora_pass_through: true}\n")
 	bal := balance.New(cfg, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,7 +39,7 @@ var weatherTool = responses.ToolParamOfFunction("get_weather", map[string]any{
 // accumulator rebuilt.
 func streamed(t *testing.T, c openai.Client, params responses.ResponseNewParams) ([]string, *responses.Response, responses.ResponseAccumulatorSnapshot) {
 	t.Helper()
-	stream := c.Responses.NewStreaming(context.Background(), params)
+	stream := c.Responses.NewStreaming(t.Context(), params)
 	var acc responses.ResponseAccumulator
 	var types []string
 	for stream.Next() {
@@ -71,7 +69,7 @@ func streamed(t *testing.T, c openai.Client, params responses.ResponseNewParams)
 func TestResponsesSDKNonStream(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	c := h.responsesClient(clientKey)
-	resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{
+	resp, err := c.Responses.New(t.Context(), responses.ResponseNewParams{
 		Model: "local-model", Input: textInput("Say hello"), Instructions: openai.String("Be brief."),
 		MaxOutputTokens: openai.Int(50), Store: openai.Bool(false),
 	})
@@ -119,7 +117,7 @@ func TestResponsesSDKStreamAccumulator(t *testing.T) {
 func TestResponsesSDKFunctionToolRoundTrip(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	c := h.responsesClient(clientKey)
-	ctx := context.Background()
+	ctx := t.Context()
 	user := responses.ResponseInputItemParamOfMessage("stub:tool What is the weather in Paris?", responses.EasyInputMessageRoleUser)
 	first, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "local-model", Input: itemsInput(user), Tools: []responses.ToolUnionParam{weatherTool}})
 	if err != nil {
@@ -152,7 +150,7 @@ func answerWeatherCall(t *testing.T, c openai.Client, call responses.ResponseFun
 	t.Helper()
 	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
 	out.OfFunctionCallOutput.CallID = openai.String(call.CallID) // the SDK's helper leaves it to the caller
-	second, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
+	second, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
 		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
 		responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())},
 		out,
@@ -170,7 +168,7 @@ func TestResponsesSDKFunctionToolResultTurn(t *testing.T) {
 	c := h.responsesClient(clientKey)
 	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
 	out.OfFunctionCallOutput.CallID = openai.String("call_stub_1")
-	resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
+	resp, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
 		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
 		responses.ResponseInputItemParamOfFunctionCall(`{"city":"Paris"}`, "call_stub_1", "get_weather"),
 		out,
@@ -219,7 +217,7 @@ func TestResponsesSDKCustomToolRoundTrip(t *testing.T) {
 	if fn["name"] != "apply_patch" || !strings.Contains(toJSON(fn["parameters"]), `"input":{"description"`) {
 		t.Errorf("the custom tool reached the backend as %s", toJSON(fn))
 	}
-	second, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{patchTool}, Input: itemsInput(
+	second, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{patchTool}, Input: itemsInput(
 		responses.ResponseInputItemParamOfMessage("add a file", responses.EasyInputMessageRoleUser),
 		responses.ResponseInputItemUnionParam{OfCustomToolCall: ptr(ct.ToParam())},
 		responses.ResponseInputItemParamOfCustomToolCallOutput(ct.CallID, "Success. Updated the following files:\nA hello.txt"),
@@ -241,7 +239,7 @@ func TestResponsesSDKReasoningItems(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	c := h.responsesClient(clientKey)
 	for _, field := range []string{"stub:reasoning", "stub:reasoning_content"} {
-		nonStream, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "local-model", Input: textInput(field)})
+		nonStream, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Input: textInput(field)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +258,7 @@ func TestResponsesSDKReasoningItems(t *testing.T) {
 
 func TestResponsesSDKErrors(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range []struct {
 		name   string
 		key    string
@@ -301,15 +299,13 @@ func TestResponsesSDKErrors(t *testing.T) {
 func TestResponsesPathWithoutV1(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	resp := h.post("/responses", `{"model":"local-model","input":"hi"}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"object":"response"`) {
+	body := drain(t, resp)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"object":"response"`) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	resp = h.post("/v1/responses", `{"model":`)
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(body), `"type":"invalid_request_error"`) || !strings.Contains(string(body), `"param":null`) {
+	body = drain(t, resp)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"type":"invalid_request_error"`) || !strings.Contains(body, `"param":null`) {
 		t.Fatalf("malformed body: %d %s", resp.StatusCode, body)
 	}
 }
@@ -322,8 +318,7 @@ func TestResponsesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	if resp.StatusCode != 200 || time.Since(start) > 350*time.Millisecond {
 		t.Fatalf("status %d after %v: the stream was not committed at the ping interval", resp.StatusCode, time.Since(start))
 	}
-	body, _ := io.ReadAll(resp.Body)
-	s := string(body)
+	s := drain(t, resp)
 	created, keepalive, delta := strings.Index(s, "response.created"), strings.Index(s, ": keepalive"), strings.Index(s, "response.output_text.delta")
 	if created < 0 || keepalive < created || delta < keepalive || !strings.HasSuffix(s, "\n\n") || !strings.Contains(s, "response.completed") {
 		t.Fatalf("stream:\n%s", s)
@@ -333,9 +328,8 @@ func TestResponsesStreamPingsWhileBackendIsSlow(t *testing.T) {
 func TestResponsesStreamBackendFailsFast(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{Loading: time.Hour}, extraYAML: "      num_retries: 0\n"})
 	resp := h.post("/v1/responses", `{"model":"local-model","input":"hi","stream":true}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || !strings.Contains(string(body), `"type":"service_unavailable"`) || resp.Header.Get("Content-Type") != "application/json" {
+	body := drain(t, resp)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"type":"service_unavailable"`) || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
@@ -343,9 +337,7 @@ func TestResponsesStreamBackendFailsFast(t *testing.T) {
 func TestResponsesStreamBackendErrorMidStream(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	resp := h.post("/v1/responses", `{"model":"local-model","input":"stub:error-midstream","stream":true}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	s := string(body)
+	s := drain(t, resp)
 	if resp.StatusCode != 200 || !strings.Contains(s, "event: response.failed") || !strings.Contains(s, `"status":"failed"`) || strings.Contains(s, "response.completed") {
 		t.Fatalf("%d\n%s", resp.StatusCode, s)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -98,8 +97,7 @@ func TestResponsesNativeCodexRequests(t *testing.T) {
 		}
 		req["model"] = "local-model"
 		resp := h.post("/v1/responses", toJSON(req))
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		body := drain(t, resp)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"type":"response.completed"`) {
 			t.Errorf("%s: %d %.400s", name, resp.StatusCode, body)
 		}

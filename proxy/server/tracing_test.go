@@ -72,8 +72,7 @@ func TestTracingStreamSpans(t *testing.T) {
 	h := newHarness(t, harnessOptions{tracer: tracer})
 	const prompt = "the secret plan is in the prompt"
 	resp := h.post("/v1/messages", `{"model":"claude-opus-5-5","max_tokens":77,"stream":true,"messages":[{"role":"user","content":"`+prompt+`"}]}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := drain(t, resp)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "message_stop") {
 		t.Fatalf("stream: %d %s", resp.StatusCode, body)
 	}

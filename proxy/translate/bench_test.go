@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 )
 
 // Benchmarks of the request path on the captured 49 KB client request
@@ -102,5 +104,18 @@ func BenchmarkBaselineValidate(b *testing.B) {
 		if !jsontext.Value(body).IsValid(decodeOpts) {
 			b.Fatal("invalid")
 		}
+	})
+}
+
+// BenchmarkMessagesToMessages: the vendora/ pass-through of fixture 01
+// (model rewritten, billing block and default drop_params removed).
+func BenchmarkMessagesToMessages(b *testing.B) {
+	res := resolverFor(Target{BackendModel: "qwen3-coder", DropParams: "context_management,betas"})
+	runBench(b, benchBody(b), func(body []byte) {
+		br, err := MessagesToMessages(body, res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bufpool.Put(br.Body)
 	})
 }

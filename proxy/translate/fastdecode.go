@@ -102,68 +102,81 @@ func seen(mask *uint32, bit uint) bool {
 }
 
 func (d *fastDecoder) request(req *messages.Request) bool {
-	var mask uint32
-	ok := d.members(func(name []byte, k byte) bool {
-		if k == 'n' {
-			return false
-		}
+	ok := d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "model":
-			return seen(&mask, 0) && k == '"' && d.str(&req.Model)
+			return true, seen(mask, 0) && k == '"' && d.str(&req.Model)
 		case "messages":
-			return seen(&mask, 1) && k == '[' && d.messageList(&req.Messages)
+			return true, seen(mask, 1) && k == '[' && d.messageList(&req.Messages)
 		case "system":
-			return seen(&mask, 2) && d.content(&req.System, k)
+			return true, seen(mask, 2) && d.content(&req.System, k)
 		case "max_tokens":
 			var n int64
-			if !seen(&mask, 3) || !d.integer(&n) {
-				return false
+			if !seen(mask, 3) || !d.integer(&n) {
+				return true, false
 			}
 			req.MaxTokens = &n
-			return true
+			return true, true
 		case "tools":
-			return seen(&mask, 4) && k == '[' && d.toolList(&req.Tools)
+			return true, seen(mask, 4) && k == '[' && d.toolList(&req.Tools)
 		case "tool_choice":
 			req.ToolChoice = new(messages.ToolChoice)
-			return seen(&mask, 5) && d.toolChoice(req.ToolChoice)
+			return true, seen(mask, 5) && d.toolChoice(req.ToolChoice)
 		case "stop_sequences":
-			return seen(&mask, 6) && k == '[' && d.strings(&req.StopSequences)
-		case "temperature", "top_p", "top_k":
-			dst, bit := &req.Temperature, uint(7)
-			switch string(name) {
-			case "top_p":
-				dst, bit = &req.TopP, 8
-			case "top_k":
-				dst, bit = &req.TopK, 9
-			}
-			v, ok := d.raw()
-			*dst = v
-			return ok && seen(&mask, bit)
+			return true, seen(mask, 6) && k == '[' && d.strings(&req.StopSequences)
+		case "temperature":
+			return true, d.rawMember(&req.Temperature, mask, 7)
+		case "top_p":
+			return true, d.rawMember(&req.TopP, mask, 8)
+		case "top_k":
+			return true, d.rawMember(&req.TopK, mask, 9)
 		case "metadata":
 			req.Metadata = new(messages.Metadata)
-			return seen(&mask, 10) && d.metadata(req.Metadata)
+			return true, seen(mask, 10) && d.metadata(req.Metadata)
 		case "stream":
-			if !seen(&mask, 11) || k != 't' && k != 'f' {
-				return false
-			}
-			req.Stream = k == 't'
-			_, ok := d.raw()
-			return ok
+			return true, seen(mask, 11) && d.boolean(&req.Stream, k)
 		case "thinking":
 			req.Thinking = new(messages.Thinking)
-			return seen(&mask, 12) && d.thinking(req.Thinking)
+			return true, seen(mask, 12) && d.thinking(req.Thinking)
 		case "output_config":
 			req.OutputConfig = new(messages.OutputConfig)
-			return seen(&mask, 13) && d.outputConfig(req.OutputConfig)
+			return true, seen(mask, 13) && d.outputConfig(req.OutputConfig)
 		}
-		_, ok := d.raw()
-		return ok
+		return false, false
 	})
-	if !ok {
+	// Only whitespace may follow.
+	return ok && d.sc.ws() == 0 && d.sc.i == len(d.sc.b)
+}
+
+// rawMember keeps a member's value as it stands in the body.
+func (d *fastDecoder) rawMember(dst *jsontext.Value, mask *uint32, bit uint) bool {
+	v, ok := d.raw()
+	*dst = v
+	return ok && seen(mask, bit)
+}
+
+// boolean reads a member of kind k that must be true or false.
+func (d *fastDecoder) boolean(dst *bool, k byte) bool {
+	if k != 't' && k != 'f' {
 		return false
 	}
-	// Only whitespace may follow.
-	return d.sc.ws() == 0 && d.sc.i == len(d.sc.b)
+	*dst = k == 't'
+	_, ok := d.raw()
+	return ok
+}
+
+// list reads the array at the scanner (its '[' next) into *dst, each
+// element with f, in place; size is the capacity the usual request needs.
+// On false the list is left part-read (the caller gives up on it all).
+func list[T any](d *fastDecoder, dst *[]T, size int, f func(*T) bool) bool {
+	out := make([]T, 0, size)
+	ok := d.elements(func() bool {
+		var zero T
+		out = append(out, zero)
+		return f(&out[len(out)-1])
+	})
+	*dst = out
+	return ok
 }
 
 // integer reads a number written as an integer.
@@ -178,17 +191,9 @@ func (d *fastDecoder) integer(dst *int64) bool {
 }
 
 func (d *fastDecoder) strings(dst *[]string) bool {
-	list := []string{}
-	ok := d.elements(func() bool {
-		var s string
-		if d.sc.ws() != '"' || !d.str(&s) {
-			return false
-		}
-		list = append(list, s)
-		return true
+	return list(d, dst, 0, func(s *string) bool {
+		return d.sc.ws() == '"' && d.str(s)
 	})
-	*dst = list
-	return ok
 }
 
 // object reads a small object whose members f knows by name: f reports
@@ -219,12 +224,7 @@ func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
 		case "name":
 			return true, seen(mask, 1) && k == '"' && d.str(&tc.Name)
 		case "disable_parallel_tool_use":
-			if !seen(mask, 2) || k != 't' && k != 'f' {
-				return true, false
-			}
-			tc.DisableParallelToolUse = k == 't'
-			_, ok := d.raw()
-			return true, ok
+			return true, seen(mask, 2) && d.boolean(&tc.DisableParallelToolUse, k)
 		}
 		return false, false
 	})
@@ -235,9 +235,7 @@ func (d *fastDecoder) metadata(m *messages.Metadata) bool {
 		if string(name) != "user_id" {
 			return false, false
 		}
-		v, ok := d.raw()
-		m.UserID = v
-		return true, ok && seen(mask, 0)
+		return true, d.rawMember(&m.UserID, mask, 0)
 	})
 }
 
@@ -263,33 +261,17 @@ func (d *fastDecoder) outputConfig(o *messages.OutputConfig) bool {
 }
 
 func (d *fastDecoder) messageList(dst *[]messages.Message) bool {
-	msgs := make([]messages.Message, 0, 8)
-	ok := d.elements(func() bool {
-		var m messages.Message
-		var mask uint32
-		if d.sc.ws() != '{' {
-			return false
-		}
-		if !d.members(func(name []byte, k byte) bool {
-			if k == 'n' {
-				return false
-			}
+	return list(d, dst, 8, func(m *messages.Message) bool {
+		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "role":
-				return seen(&mask, 0) && k == '"' && d.str(&m.Role)
+				return true, seen(mask, 0) && k == '"' && d.str(&m.Role)
 			case "content":
-				return seen(&mask, 1) && d.content(&m.Content, k)
+				return true, seen(mask, 1) && d.content(&m.Content, k)
 			}
-			_, ok := d.raw()
-			return ok
-		}) {
-			return false
-		}
-		msgs = append(msgs, m)
-		return true
+			return false, false
+		})
 	})
-	*dst = msgs
-	return ok
 }
 
 // content reads a string or a list of blocks (messages.Content).
@@ -301,17 +283,7 @@ func (d *fastDecoder) content(c *messages.Content, k byte) bool {
 		c.Text = v
 		return ok
 	case '[':
-		blocks := []messages.Block{}
-		ok := d.elements(func() bool {
-			var b messages.Block
-			if !d.block(&b) {
-				return false
-			}
-			blocks = append(blocks, b)
-			return true
-		})
-		c.Blocks = blocks
-		return ok
+		return list(d, &c.Blocks, 0, d.block)
 	}
 	return false
 }
@@ -334,17 +306,10 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 				return d.str(&b.Type)
 			}
 			return skip()
-		case "text", "input":
-			if k == 'n' {
-				return false
-			}
-			v, ok := d.raw()
-			if string(name) == "text" {
-				b.Text = v
-				return ok && seen(&mask, 1)
-			}
-			b.Input = v
-			return ok && seen(&mask, 2)
+		case "text":
+			return k != 'n' && d.rawMember(&b.Text, &mask, 1)
+		case "input":
+			return k != 'n' && d.rawMember(&b.Input, &mask, 2)
 		case "source":
 			if !seen(&mask, 3) {
 				return false
@@ -391,39 +356,19 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 }
 
 func (d *fastDecoder) toolList(dst *[]messages.Tool) bool {
-	tools := make([]messages.Tool, 0, 16)
-	ok := d.elements(func() bool {
-		var t messages.Tool
-		var mask uint32
-		if d.sc.ws() != '{' {
-			return false
-		}
-		if !d.members(func(name []byte, k byte) bool {
-			if k == 'n' {
-				return false
-			}
+	return list(d, dst, 16, func(t *messages.Tool) bool {
+		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "type":
-				return seen(&mask, 0) && k == '"' && d.str(&t.Type)
+				return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
 			case "name":
-				return seen(&mask, 1) && k == '"' && d.str(&t.Name)
-			case "description", "input_schema":
-				v, ok := d.raw()
-				if string(name) == "description" {
-					t.Description = v
-					return ok && seen(&mask, 2)
-				}
-				t.InputSchema = v
-				return ok && seen(&mask, 3)
+				return true, seen(mask, 1) && k == '"' && d.str(&t.Name)
+			case "description":
+				return true, d.rawMember(&t.Description, mask, 2)
+			case "input_schema":
+				return true, d.rawMember(&t.InputSchema, mask, 3)
 			}
-			_, ok := d.raw()
-			return ok
-		}) {
-			return false
-		}
-		tools = append(tools, t)
-		return true
+			return false, false
+		})
 	})
-	*dst = tools
-	return ok
 }

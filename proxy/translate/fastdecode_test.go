@@ -90,7 +90,6 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 // result, it agrees with jsonv2.
 func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"text"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"source":{"type":"x"}`, `,"is_error":true`, `,"name":"n"`}
-	next := xorshift(11)
 	var bodies [][]byte
 	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
 		bodies = append(bodies, clientBody(t, name))
@@ -99,27 +98,8 @@ func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 		bodies = append(bodies, []byte(s))
 	}
 	took := 0
-	for range 3000 {
-		b := bodies[next(len(bodies))]
-		var sb strings.Builder
-		at := next(len(b) + 1)
-		switch next(3) {
-		case 0: // insert
-			sb.Write(b[:at])
-			sb.WriteString(inserts[next(len(inserts))])
-			sb.Write(b[at:])
-		case 1: // delete a span
-			end := min(len(b), at+1+next(8))
-			sb.Write(b[:at])
-			sb.Write(b[end:])
-		default: // replace a value's first byte by another kind
-			sb.Write(b[:at])
-			sb.WriteString(inserts[next(6)])
-			if at < len(b) {
-				sb.Write(b[at+1:])
-			}
-		}
-		if checkFastDecode(t, []byte(sb.String())) {
+	for _, b := range mutated(bodies, inserts, 3000, 11) {
+		if checkFastDecode(t, b) {
 			took++
 		}
 	}
@@ -145,4 +125,35 @@ func FuzzFastDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { checkFastDecode(t, body) })
+}
+
+// mutated makes n random edits of bodies (an insert from inserts, a span
+// deleted, or a byte replaced by the start of another kind of value), from
+// the seed.
+func mutated(bodies [][]byte, inserts []string, n int, seed uint64) [][]byte {
+	next := xorshift(seed)
+	out := make([][]byte, 0, n)
+	for range n {
+		b := bodies[next(len(bodies))]
+		var sb strings.Builder
+		at := next(len(b) + 1)
+		switch next(3) {
+		case 0: // insert
+			sb.Write(b[:at])
+			sb.WriteString(inserts[next(len(inserts))])
+			sb.Write(b[at:])
+		case 1: // delete a span
+			end := min(len(b), at+1+next(8))
+			sb.Write(b[:at])
+			sb.Write(b[end:])
+		default: // replace a value's first byte by another kind
+			sb.Write(b[:at])
+			sb.WriteString(inserts[next(6)])
+			if at < len(b) {
+				sb.Write(b[at+1:])
+			}
+		}
+		out = append(out, []byte(sb.String()))
+	}
+	return out
 }

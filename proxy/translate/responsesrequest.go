@@ -3,12 +3,10 @@ package translate
 import (
 	"bytes"
 	"strconv"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
@@ -77,10 +75,14 @@ const customInputKey = "input"
 //     the backend supports it), text.format (→ response_format), stream (→
 //     stream with usage) pass; store, include, metadata, prompt_cache_key
 //     and other members are accepted and ignored.
+//
+// The body is read in one pass (decodeResponses) and the Chat body written
+// directly, texts, descriptions and schemas copied as the client escaped
+// them: the bytes are those jsonv2 would marshal (canonical.go).
 func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	if err := json.Unmarshal(body, &req, decodeOpts, aliasRaw); err != nil {
-		return BackendRequest{}, nil, decodeError(err)
+	if err := decodeResponses(body, &req); err != nil {
+		return BackendRequest{}, nil, err
 	}
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 		return BackendRequest{}, nil, invalidf("previous_response_id: not supported: the proxy is stateless and keeps no responses. Send the whole conversation in input (and store: false) instead")
@@ -96,41 +98,38 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 		return BackendRequest{}, nil, err
 	}
 	call := &ResponsesCall{}
-	b := responsesBuilder{call: call}
+	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8)}
 	switch req.Instructions.Kind() {
 	case '"':
 		if len(req.Instructions) > len(`""`) {
-			b.push(chatTurn{role: "system", parts: []turnPart{{text: req.Instructions}}})
+			b.push(chatTurn{role: "system", parts: []turnPart{{text: canonicalInner(req.Instructions)}}})
 		}
 	case 'n', jsontext.KindInvalid:
 	default:
 		return BackendRequest{}, nil, invalidf("instructions: must be a string, got %s", kindName(req.Instructions.Kind()))
 	}
-	if err := b.input(req.Input); err != nil {
+	if err := b.input(&req.Input); err != nil {
 		return BackendRequest{}, nil, err
 	}
 	b.flushImages()
 	if len(b.turns) == 0 {
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
-	out := chatRequestOut{Model: req.Model, Stream: req.Stream, MaxTokens: req.MaxOutputTokens}
-	for i := range b.turns {
-		out.Messages = append(out.Messages, b.turns[i].encode())
-	}
-	if out.Tools, err = b.tools(req.Tools, ""); err != nil {
+	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream}
+	if out.tools, err = b.tools(req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
-	if len(out.Tools) > 0 {
-		if out.ToolChoice, err = responsesToolChoice(req.ToolChoice); err != nil {
+	if len(out.tools) > 0 {
+		if out.toolChoice, err = responsesToolChoice(req.ToolChoice); err != nil {
 			return BackendRequest{}, nil, err
 		}
-		out.ParallelToolCalls = req.ParallelToolCalls
+		out.parallelToolCalls = req.ParallelToolCalls
 	}
 	for _, f := range [...]struct {
 		name string
 		v    jsontext.Value
 		dst  *jsontext.Value
-	}{{"temperature", req.Temperature, &out.Temperature}, {"top_p", req.TopP, &out.TopP}} {
+	}{{"temperature", req.Temperature, &out.temperature}, {"top_p", req.TopP, &out.topP}} {
 		switch f.v.Kind() {
 		case '0':
 			*f.dst = f.v
@@ -140,34 +139,31 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 		}
 	}
 	if req.User.Kind() == '"' {
-		out.User = req.User
+		out.user = canonicalInner(req.User)
 	}
 	if target.SupportsReasoningEffort && req.Reasoning != nil && req.Reasoning.Effort != nil {
-		out.ReasoningEffort = responsesEffort(*req.Reasoning.Effort)
+		out.reasoningEffort = responsesEffort(*req.Reasoning.Effort)
 	}
 	if req.Text != nil {
-		if out.ResponseFormat, err = responseFormat(req.Text.Format); err != nil {
+		if out.responseFormat, err = responseFormat(req.Text.Format); err != nil {
 			return BackendRequest{}, nil, err
 		}
-	}
-	if req.Stream {
-		out.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
 	}
 	if target.SupportsSystemMessage {
 		// Nothing to fold: the body is final once it names the backend
 		// model with max_tokens clamped, as ChatToChat would write it.
-		out.Model = target.BackendModel
-		if limit := int64(target.MaxOutputTokens); limit > 0 && out.MaxTokens != nil && *out.MaxTokens > limit {
-			out.MaxTokens = &limit
+		out.model = target.BackendModel
+		if limit := int64(target.MaxOutputTokens); limit > 0 && out.maxTokens != nil && *out.maxTokens > limit {
+			out.maxTokens = &limit
 		}
 	}
-	// Encoded into a pooled buffer (the caller gives it back), about the
+	// Written into a pooled buffer (the caller gives it back), about the
 	// size of the request.
-	enc := bytes.NewBuffer(bufpool.Get(len(body) + 1024))
-	if err := json.MarshalWrite(enc, &out, jsontext.AllowInvalidUTF8(true)); err != nil {
+	chatBody, err := out.append(bufpool.Get(len(body)+1024), b.turns)
+	if err != nil {
+		bufpool.Put(chatBody)
 		return BackendRequest{}, nil, invalidf("encoding the backend request: %v", err)
 	}
-	chatBody := enc.Bytes()
 	// An estimate for a stream whose backend never reports usage: four
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
@@ -186,93 +182,147 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 	return breq, call, nil
 }
 
-// chatRequestOut is the Chat request ResponsesToChat builds.
+// chatRequestOut is the Chat request ResponsesToChat builds, beside its
+// messages; strings and raw values are as they are written (canonical
+// JSON, see canonicalInner).
 type chatRequestOut struct {
-	Model             string              `json:"model"`
-	Messages          []chatMessageOut    `json:"messages"`
-	Tools             []chat.Tool         `json:"tools,omitzero"`
-	ToolChoice        jsontext.Value      `json:"tool_choice,omitzero"`
-	ParallelToolCalls *bool               `json:"parallel_tool_calls,omitzero"`
-	MaxTokens         *int64              `json:"max_tokens,omitzero"`
-	Temperature       jsontext.Value      `json:"temperature,omitzero"`
-	TopP              jsontext.Value      `json:"top_p,omitzero"`
-	User              jsontext.Value      `json:"user,omitzero"`
-	ReasoningEffort   string              `json:"reasoning_effort,omitzero"`
-	ResponseFormat    jsontext.Value      `json:"response_format,omitzero"`
-	Stream            bool                `json:"stream,omitzero"`
-	StreamOptions     *chat.StreamOptions `json:"stream_options,omitzero"`
+	model             string
+	tools             []chatTool
+	toolChoice        jsontext.Value
+	parallelToolCalls *bool
+	maxTokens         *int64
+	temperature, topP jsontext.Value
+	user              []byte // the inside of a JSON string
+	reasoningEffort   string
+	responseFormat    jsontext.Value
+	stream            bool
 }
 
-type chatMessageOut struct {
-	Role       string          `json:"role"`
-	Content    any             `json:"content"` // a string, parts, or nil (null)
-	ToolCalls  []chat.ToolCall `json:"tool_calls,omitzero"`
-	ToolCallID string          `json:"tool_call_id,omitzero"`
+// chatTool is a Chat function tool: its description is the inside of a
+// JSON string in pieces, its parameters a JSON Schema object.
+type chatTool struct {
+	name        string
+	description [][]byte
+	parameters  jsontext.Value
+}
+
+// append writes the Chat request with its messages, as jsonv2 would
+// marshal it (the goldens were written so): members in this order, zero
+// ones left out, raw values compact and canonical.
+func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
+	w = append(w, `{"model":`...)
+	w = appendQuoted(w, o.model)
+	w = append(w, `,"messages":[`...)
+	for i := range turns {
+		if i > 0 {
+			w = append(w, ',')
+		}
+		m := turns[i].msg()
+		w = m.append(w)
+	}
+	w = append(w, ']')
+	if len(o.tools) > 0 {
+		w = append(w, `,"tools":[`...)
+		for i, t := range o.tools {
+			if i > 0 {
+				w = append(w, ',')
+			}
+			w = append(w, `{"type":"function","function":{"name":`...)
+			w = appendQuoted(w, t.name)
+			if len(t.description) > 0 {
+				w = append(w, `,"description":`...)
+				w = appendString(w, t.description)
+			}
+			w = append(w, `,"parameters":`...)
+			var err error
+			if w, err = appendCanonical(w, t.parameters); err != nil {
+				return w, err
+			}
+			w = append(w, `}}`...)
+		}
+		w = append(w, ']')
+		if o.toolChoice != nil {
+			w = append(w, `,"tool_choice":`...)
+			w = append(w, o.toolChoice...)
+		}
+		if o.parallelToolCalls != nil {
+			w = append(w, `,"parallel_tool_calls":`...)
+			w = strconv.AppendBool(w, *o.parallelToolCalls)
+		}
+	}
+	if o.maxTokens != nil {
+		w = append(w, `,"max_tokens":`...)
+		w = strconv.AppendInt(w, *o.maxTokens, 10)
+	}
+	if o.temperature != nil {
+		w = append(append(w, `,"temperature":`...), o.temperature...)
+	}
+	if o.topP != nil {
+		w = append(append(w, `,"top_p":`...), o.topP...)
+	}
+	if o.user != nil {
+		w = appendString(append(w, `,"user":`...), [][]byte{o.user})
+	}
+	if o.reasoningEffort != "" {
+		w = appendQuoted(append(w, `,"reasoning_effort":`...), o.reasoningEffort)
+	}
+	if o.responseFormat != nil {
+		w = append(append(w, `,"response_format":`...), o.responseFormat...)
+	}
+	if o.stream {
+		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	return append(w, '}'), nil
 }
 
 // chatTurn is a Chat message under construction.
 type chatTurn struct {
 	role   string // system, user, assistant, tool
 	parts  []turnPart
-	calls  []chat.ToolCall
+	calls  []toolCall
 	callID string
 }
 
-// turnPart is text, or an image when image is set (a URL or data URL).
-// The text is a JSON string as the client wrote it (the decoder has
-// checked it, valid UTF-8 included): it goes on to the backend without
-// being unquoted and quoted again.
+// turnPart is text, or an image (a URL or data URL) when image is set:
+// the inside of a JSON string, escaped as jsonv2 escapes (the client's
+// escapes when they are so): it goes on to the backend without being
+// unquoted and quoted again.
 type turnPart struct {
-	text  jsontext.Value
-	image string
+	text  []byte
+	image bool
 }
 
-func (t *chatTurn) encode() chatMessageOut {
-	m := chatMessageOut{Role: t.role, ToolCalls: t.calls, ToolCallID: t.callID}
+// msg is the turn as the Chat message the Messages translation writes
+// too: system and user texts joined with a blank line, assistant and tool
+// texts joined as they are, and a list of parts when there are images.
+func (t *chatTurn) msg() chatMsg {
+	m := chatMsg{role: t.role, calls: t.calls, callID: t.callID}
 	images := false
 	for _, p := range t.parts {
-		images = images || p.image != ""
+		images = images || p.image
 	}
-	switch {
-	case len(t.parts) == 0 && t.role == "assistant":
-		m.Content = nil
-	case !images:
-		sep := `\n\n` // escaped, as in a JSON string
-		if t.role == "assistant" || t.role == "tool" {
-			sep = ""
-		}
-		if len(t.parts) == 1 {
-			m.Content = t.parts[0].text
-			break
-		}
-		// The parts' quoted contents joined: JSON escapes stand alone, so
-		// the join of escaped texts is the escaped join.
-		n := len(`""`) + len(sep)*(len(t.parts)-1)
-		for _, p := range t.parts {
-			n += len(p.text) - len(`""`)
-		}
-		joined := make([]byte, 0, n)
-		joined = append(joined, '"')
+	if images {
+		m.parts = make([]part, len(t.parts))
 		for i, p := range t.parts {
-			if i > 0 {
-				joined = append(joined, sep...)
-			}
-			joined = append(joined, p.text[1:len(p.text)-1]...)
+			m.parts[i] = part{image: p.image, segs: [][]byte{p.text}}
 		}
-		m.Content = jsontext.Value(append(joined, '"'))
-	default:
-		parts := make([]chat.ContentPart, 0, len(t.parts))
-		for _, p := range t.parts {
-			if p.image != "" {
-				parts = append(parts, chat.ContentPart{Type: "image_url", ImageURL: &chat.ImageURL{URL: p.image}})
-			} else {
-				var text string
-				_ = json.Unmarshal(p.text, &text, jsontext.AllowInvalidUTF8(true))
-				parts = append(parts, chat.ContentPart{Type: "text", Text: text})
-			}
-		}
-		m.Content = parts
+		return m
 	}
+	if t.role == "assistant" && len(t.parts) == 0 {
+		return m // content null
+	}
+	var sep []byte
+	if t.role != "assistant" && t.role != "tool" {
+		sep = sepPara
+	}
+	segs := make([][]byte, 0, 2*len(t.parts))
+	for i, p := range t.parts {
+		if i > 0 && sep != nil {
+			segs = append(segs, sep)
+		}
+		segs = append(segs, p.text)
+	}
+	m.str, m.parts = true, []part{{segs: segs}}
 	return m
 }
 
@@ -303,7 +353,7 @@ func (b *responsesBuilder) push(t chatTurn) {
 	b.turns = append(b.turns, t)
 }
 
-var imagesNote = jsontext.Value(`"(images from the tool results above)"`)
+var imagesNote = []byte(`(images from the tool results above)`)
 
 func (b *responsesBuilder) flushImages() {
 	if len(b.images) == 0 {
@@ -314,35 +364,24 @@ func (b *responsesBuilder) flushImages() {
 	b.push(chatTurn{role: "user", parts: append([]turnPart{{text: imagesNote}}, imgs...)})
 }
 
-func (b *responsesBuilder) input(v jsontext.Value) error {
-	switch v.Kind() {
-	case '"':
-		b.push(chatTurn{role: "user", parts: []turnPart{{text: v}}})
-		return nil
-	case '[':
-	case jsontext.KindInvalid, 'n':
-		return invalidf("input: required (a string, or an array of input items)")
-	default:
-		return invalidf("input: must be a string or an array of input items, got %s", kindName(v.Kind()))
+func (b *responsesBuilder) input(in *responses.Input) error {
+	if in.Items == nil {
+		switch in.Text.Kind() {
+		case '"':
+			b.push(chatTurn{role: "user", parts: []turnPart{{text: canonicalInner(in.Text)}}})
+			return nil
+		case jsontext.KindInvalid, 'n':
+			return invalidf("input: required (a string, or an array of input items)")
+		default:
+			return invalidf("input: must be a string or an array of input items, got %s", kindName(in.Text.Kind()))
+		}
 	}
-	var items []responses.Item
-	if err := json.Unmarshal(v, &items, decodeOpts, aliasRaw); err != nil {
-		return prefixed("input", decodeError(err))
-	}
-	for i := range items {
-		if err := b.item(i, &items[i]); err != nil {
+	for i := range in.Items {
+		if err := b.item(i, &in.Items[i]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// prefixed puts where in front of a decode error's path.
-func prefixed(where string, err error) error {
-	if re, ok := err.(*RequestError); ok {
-		return &RequestError{Msg: where + "." + re.Msg}
-	}
-	return err
 }
 
 func (b *responsesBuilder) item(i int, it *responses.Item) error {
@@ -357,31 +396,38 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if it.CallID == "" || it.Name == "" {
 			return invalidf("input.%d: a function_call needs call_id and name", i)
 		}
-		args := it.Arguments
-		if strings.TrimSpace(args) == "" {
-			args = "{}"
+		raw, err := rawString(it.Arguments, "input."+strconv.Itoa(i)+".arguments")
+		if err != nil {
+			return err
 		}
-		b.push(chatTurn{role: "assistant", calls: []chat.ToolCall{{ID: it.CallID, Type: "function",
-			Function: chat.FunctionCall{Name: chatToolName(it.Namespace, it.Name), Arguments: args}}}})
+		args := unquoted(raw)
+		if len(bytes.TrimSpace(args)) == 0 {
+			args = emptyObject
+		}
+		b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
 	case responses.ItemCustomToolCall:
 		if it.CallID == "" || it.Name == "" {
 			return invalidf("input.%d: a custom_tool_call needs call_id and name", i)
 		}
-		args := append([]byte(`{"`+customInputKey+`":`), jsonQuote(it.Input)...)
-		args = append(args, '}')
-		b.push(chatTurn{role: "assistant", calls: []chat.ToolCall{{ID: it.CallID, Type: "function",
-			Function: chat.FunctionCall{Name: chatToolName(it.Namespace, it.Name), Arguments: string(args)}}}})
+		raw, err := rawString(it.Input, "input."+strconv.Itoa(i)+".input")
+		if err != nil {
+			return err
+		}
+		in := canonicalInner(raw)
+		args := make([]byte, 0, len(in)+len(customInputKey)+8)
+		args = append(append(append(args, `{"`+customInputKey+`":"`...), in...), `"}`...)
+		b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
 	case responses.ItemFunctionCallOutput, responses.ItemCustomToolCallOutput:
 		if it.CallID == "" {
 			return invalidf("input.%d: a %s needs call_id", i, typ)
 		}
-		parts, err := outputParts(it.Output, i)
+		parts, err := outputParts(&it.Output, i)
 		if err != nil {
 			return err
 		}
 		var text []turnPart
 		for _, p := range parts {
-			if p.image != "" {
+			if p.image {
 				b.images = append(b.images, p)
 			} else {
 				text = append(text, p)
@@ -406,16 +452,10 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 		return invalidf("input.%d.role: must be user, assistant, system or developer, got %q", i, it.Role)
 	}
 	var parts []turnPart
-	switch it.Content.Kind() {
-	case '"':
-		parts = append(parts, turnPart{text: it.Content})
-	case '[':
-		var ps []responses.Part
-		if err := json.Unmarshal(it.Content, &ps, decodeOpts, aliasRaw); err != nil {
-			return prefixed("input."+strconv.Itoa(i)+".content", decodeError(err))
-		}
-		for j := range ps {
-			p, ok, err := contentPart(&ps[j], i, j)
+	switch {
+	case it.Content.Parts != nil:
+		for j := range it.Content.Parts {
+			p, ok, err := contentPart(&it.Content.Parts[j], i, j)
 			if err != nil {
 				return err
 			}
@@ -423,6 +463,8 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 				parts = append(parts, p)
 			}
 		}
+	case it.Content.Text.Kind() == '"':
+		parts = append(parts, turnPart{text: canonicalInner(it.Content.Text)})
 	default:
 		return invalidf("input.%d.content: must be a string or an array of content parts", i)
 	}
@@ -431,7 +473,7 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 	}
 	if role != "user" {
 		for _, p := range parts {
-			if p.image != "" {
+			if p.image {
 				return invalidf("input.%d.content: images are accepted in user messages only", i)
 			}
 		}
@@ -445,18 +487,18 @@ func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 		switch p.Text.Kind() {
 		case '"':
-			return turnPart{text: p.Text}, len(p.Text) > len(`""`), nil
+			return turnPart{text: canonicalInner(p.Text)}, len(p.Text) > len(`""`), nil
 		case 'n', jsontext.KindInvalid:
 			return turnPart{}, false, nil
 		}
 		return turnPart{}, false, invalidf("input.%d.content.%d.text: must be a string, got %s", i, j, kindName(p.Text.Kind()))
 	case "refusal":
-		return turnPart{text: jsonQuote(p.Refusal)}, p.Refusal != "", nil
+		return turnPart{text: quoteInner(p.Refusal)}, p.Refusal != "", nil
 	case "input_image":
 		if p.ImageURL == "" {
 			return turnPart{}, false, invalidf("input.%d.content.%d: an input_image needs image_url (an https or data: URL); file_id is not supported by the backend", i, j)
 		}
-		return turnPart{image: p.ImageURL}, true, nil
+		return turnPart{text: quoteInner(p.ImageURL), image: true}, true, nil
 	case "input_file":
 		return turnPart{}, false, invalidf("input.%d.content.%d: input_file is not supported: the backend reads text and images only", i, j)
 	}
@@ -465,18 +507,12 @@ func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 
 // outputParts reads the output of a tool call item: a string, or a list of
 // input_text / input_image parts.
-func outputParts(v jsontext.Value, i int) ([]turnPart, error) {
-	switch v.Kind() {
-	case '"':
-		return []turnPart{{text: v}}, nil
-	case '[':
-		var ps []responses.Part
-		if err := json.Unmarshal(v, &ps, decodeOpts, aliasRaw); err != nil {
-			return nil, prefixed("input."+strconv.Itoa(i)+".output", decodeError(err))
-		}
+func outputParts(c *responses.Content, i int) ([]turnPart, error) {
+	switch {
+	case c.Parts != nil:
 		var out []turnPart
-		for j := range ps {
-			p, ok, err := contentPart(&ps[j], i, j)
+		for j := range c.Parts {
+			p, ok, err := contentPart(&c.Parts[j], i, j)
 			if err != nil {
 				return nil, err
 			}
@@ -485,21 +521,24 @@ func outputParts(v jsontext.Value, i int) ([]turnPart, error) {
 			}
 		}
 		return out, nil
-	case 'n', jsontext.KindInvalid:
+	case c.Text.Kind() == '"':
+		return []turnPart{{text: canonicalInner(c.Text)}}, nil
+	case c.Text == nil:
 		return nil, nil
 	}
 	return nil, invalidf("input.%d.output: must be a string or an array of content parts", i)
 }
 
-// tools maps the request's tools to Chat functions.
-func (b *responsesBuilder) tools(tools []responses.Tool, namespace string) ([]chat.Tool, error) {
-	var out []chat.Tool
+// tools maps the request's tools to Chat functions; where names the list
+// in errors.
+func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string) ([]chatTool, error) {
+	out := make([]chatTool, 0, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		switch t.Type {
 		case "function", "custom":
 			if t.Name == "" {
-				return nil, invalidf("tools.%d.name: required", i)
+				return nil, invalidf("%s.%d.name: required", where, i)
 			}
 			name := chatToolName(namespace, t.Name)
 			if namespace != "" {
@@ -508,25 +547,38 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace string) ([]ch
 				}
 				b.call.inSpace[name] = [2]string{namespace, t.Name}
 			}
-			def := chat.FunctionDef{Name: name, Description: t.Description, Parameters: t.Parameters}
+			desc, err := rawString(t.Description, where+"."+strconv.Itoa(i)+".description")
+			if err != nil {
+				return nil, err
+			}
+			def := chatTool{name: name, parameters: t.Parameters}
+			if in := canonicalInner(desc); len(in) > 0 {
+				def.description = [][]byte{in}
+			}
 			if t.Type == "custom" {
 				if b.call.custom == nil {
 					b.call.custom = map[string]bool{}
 				}
 				b.call.custom[name] = true
-				def.Parameters = customParameters
-				if f := t.Format; f != nil && f.Type == "grammar" && f.Definition != "" {
-					def.Description += "\n\nThe input is free text (not JSON) in this " + f.Syntax + " grammar:\n" + f.Definition
+				def.parameters = customParameters
+				if f := t.Format; f != nil && f.Type == "grammar" {
+					grammar, err := rawString(f.Definition, where+"."+strconv.Itoa(i)+".format.definition")
+					if err != nil {
+						return nil, err
+					}
+					if in := canonicalInner(grammar); len(in) > 0 {
+						def.description = append(def.description, quoteInner("\n\nThe input is free text (not JSON) in this "+f.Syntax+" grammar:\n"), in)
+					}
 				}
-			} else if def.Parameters.Kind() != '{' {
-				def.Parameters = emptyParameters
+			} else if def.parameters.Kind() != '{' {
+				def.parameters = emptyParameters
 			}
-			out = append(out, chat.Tool{Type: "function", Function: def})
+			out = append(out, def)
 		case "namespace":
 			if t.Name == "" {
-				return nil, invalidf("tools.%d.name: required", i)
+				return nil, invalidf("%s.%d.name: required", where, i)
 			}
-			inner, err := b.tools(t.Tools, t.Name)
+			inner, err := b.tools(t.Tools, t.Name, where+"."+strconv.Itoa(i)+".tools")
 			if err != nil {
 				return nil, err
 			}

@@ -125,14 +125,8 @@ func (s *scanner) array() error {
 // the ':' after it is read; f reads the member's value. It is the one loop
 // over object members of the hand-written readers of this package.
 func (s *scanner) members(f func(name []byte) error) error {
-	if err := s.enter(); err != nil {
+	if done, err := s.open('}'); done || err != nil {
 		return err
-	}
-	s.i++ // {
-	if s.ws() == '}' {
-		s.i++
-		s.depth--
-		return nil
 	}
 	for {
 		if s.ws() != '"' {
@@ -152,18 +146,8 @@ func (s *scanner) members(f func(name []byte) error) error {
 		if err := f(name); err != nil {
 			return err
 		}
-		switch s.ws() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			return s.errorf("invalid character %q after object member", s.b[s.i])
+		if done, err := s.next('}', "object member"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -171,33 +155,53 @@ func (s *scanner) members(f func(name []byte) error) error {
 // elements reads the array at the scanner (its '[' next), calling f for
 // each element with its index; f reads the element.
 func (s *scanner) elements(f func(i int) error) error {
-	if err := s.enter(); err != nil {
+	if done, err := s.open(']'); done || err != nil {
 		return err
-	}
-	s.i++ // [
-	if s.ws() == ']' {
-		s.i++
-		s.depth--
-		return nil
 	}
 	for i := 0; ; i++ {
 		if err := f(i); err != nil {
 			return err
 		}
-		switch s.ws() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			return s.errorf("invalid character %q after array element", s.b[s.i])
+		if done, err := s.next(']', "array element"); done || err != nil {
+			return err
 		}
 	}
+}
+
+// open enters the object or array whose first byte is next; done reports
+// that end closed it at once.
+func (s *scanner) open(end byte) (done bool, err error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	s.i++
+	return s.close(end), nil
+}
+
+// close leaves the object or array if end is next.
+func (s *scanner) close(end byte) bool {
+	if s.ws() != end {
+		return false
+	}
+	s.i++
+	s.depth--
+	return true
+}
+
+// next reads what follows a member or an element (what): ',' before the
+// next one, or end (done).
+func (s *scanner) next(end byte, what string) (done bool, err error) {
+	if s.ws() == ',' {
+		s.i++
+		return false, nil
+	}
+	if s.close(end) {
+		return true, nil
+	}
+	if s.i >= len(s.b) {
+		return false, s.eof()
+	}
+	return false, s.errorf("invalid character %q after %s", s.b[s.i], what)
 }
 
 func (s *scanner) digits() int {

@@ -292,20 +292,31 @@ func (tc *TokenCount) Estimate() int {
 }
 
 type tokenCounter struct {
-	n   int
-	buf []byte
+	n int
+	u unquoter
 }
 
 // raw counts the text of a raw JSON string.
 func (c *tokenCounter) raw(v []byte) {
+	if text, ok := c.u.text(v); ok {
+		c.n += EstimateTokens(string(text))
+	}
+}
+
+// unquoter gives the text of raw JSON strings in one reused buffer.
+type unquoter struct {
+	buf []byte
+}
+
+// text is the text of the raw JSON string v, valid until the next call;
+// false for anything else (absent, null, another kind, malformed).
+func (u *unquoter) text(v []byte) ([]byte, bool) {
 	if jsontext.Value(v).Kind() != '"' {
-		return
+		return nil, false
 	}
 	var err error
-	c.buf, err = jsontext.AppendUnquote(c.buf[:0], v)
-	if err == nil {
-		c.n += EstimateTokens(string(c.buf))
-	}
+	u.buf, err = jsontext.AppendUnquote(u.buf[:0], v)
+	return u.buf, err == nil
 }
 
 func (c *tokenCounter) system(s messages.Content) {
@@ -410,18 +421,14 @@ func (tc *TokenCount) TokenizeText() string {
 }
 
 type textRenderer struct {
-	sb  strings.Builder
-	buf []byte
+	sb strings.Builder
+	u  unquoter
 }
 
+// str writes the text of a raw JSON string.
 func (r *textRenderer) str(v []byte) {
-	if jsontext.Value(v).Kind() != '"' {
-		return
-	}
-	var err error
-	r.buf, err = jsontext.AppendUnquote(r.buf[:0], v)
-	if err == nil {
-		r.sb.Write(r.buf)
+	if text, ok := r.u.text(v); ok {
+		r.sb.Write(text)
 	}
 }
 

@@ -128,7 +128,7 @@ func (p *Pool) client(base string) *http.Client {
 	}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialer.dial,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
@@ -147,6 +147,38 @@ func (p *Pool) client(base string) *http.Client {
 	c := &http.Client{Transport: t}
 	p.clients[base] = c
 	return c
+}
+
+var dialer = directDialer{&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+
+// directDialer dials the backend connections as directConns.
+type directDialer struct{ *net.Dialer }
+
+func (d directDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return directConn{c}, nil
+}
+
+// directConn is a backend connection that takes a request body of Do
+// straight from its memory. The transport copies a body with a known
+// length through a fresh 32 KB buffer, a write per 32 KB, after the
+// write that carries the headers (and the body's first bytes, which fill
+// its write buffer); a directConn is handed the rest of the body
+// (io.ReaderFrom) and writes it whole, in one write, without a copy.
+type directConn struct{ net.Conn }
+
+func (c directConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if br, ok := lr.R.(*bodyReader); ok {
+			n, err := br.writeTo(c.Conn, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
+	return io.Copy(c.Conn, r)
 }
 
 // Response is a backend's 2xx answer. Its Body enforces the timeouts of the
@@ -241,6 +273,13 @@ func (r *bodyRef) over() {
 // reader is given the body).
 func (r *bodyRef) sent() { r.over() }
 
+// hold keeps the body from being recycled until the matching release.
+func (r *bodyRef) hold() {
+	r.mu.Lock()
+	r.holds++
+	r.mu.Unlock()
+}
+
 func (r *bodyRef) release() {
 	r.mu.Lock()
 	r.holds--
@@ -329,6 +368,23 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	n := copy(p, r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// writeTo writes at most max bytes of what is left of the body to w, in
+// one write. The body is held while it is written: a Close meanwhile (the
+// transport's, from another goroutine) does not let it go under the write.
+func (r *bodyReader) writeTo(w io.Writer, max int64) (int64, error) {
+	r.mu.Lock()
+	b := r.b
+	if int64(len(b)) > max {
+		b = b[:max]
+	}
+	r.b = r.b[len(b):]
+	r.ref.hold()
+	r.mu.Unlock()
+	defer r.ref.release()
+	n, err := w.Write(b)
+	return int64(n), err
 }
 
 func (r *bodyReader) Close() error {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -124,12 +125,37 @@ func (t target) targeter() vegeta.Targeter {
 // machine from one request to the next. It returns each target's samples
 // and failures.
 func (g *loadGen) mixed(ts []target, rounds int) ([][]sample, []int) {
+	batch, which, errs := g.mixedSlots(ts, rounds, nil)
+	out := make([][]sample, len(ts))
+	for slot, s := range batch {
+		if s.ok {
+			out[which(slot)] = append(out[which(slot)], s)
+		}
+	}
+	return out, errs
+}
+
+// mixedSlots is mixed's run: every request in the order sent (a failed
+// one not ok), which target each slot went to (each round of len(ts)
+// slots holds one request to each), and each target's failures. With
+// shuffle, each round's order is a random permutation instead of the
+// rotation, so that no target always follows the same one (a request
+// leaves the machine's caches and the next process's wake-up in a state
+// that depends on where it went).
+func (g *loadGen) mixedSlots(ts []target, rounds int, shuffle *rand.Rand) ([]sample, func(slot int) int, []int) {
 	k := len(ts)
 	n := rounds * k
+	which := func(slot int) int { return (slot/k + slot%k) % k }
+	if shuffle != nil {
+		order := make([]int, n)
+		for r := range rounds {
+			copy(order[r*k:], shuffle.Perm(k))
+		}
+		which = func(slot int) int { return order[slot] }
+	}
 	batch := make([]sample, n)
 	g.m.batch.Store(&batch)
 	defer g.m.batch.Store(nil)
-	which := func(slot int) int { return (slot/k + slot%k) % k }
 	var next atomic.Int64
 	tgts := make([]vegeta.Target, k)
 	for i, t := range ts {
@@ -152,18 +178,12 @@ func (g *loadGen) mixed(ts []target, rounds int) ([][]sample, []int) {
 			errs[which(int(res.Seq))]++
 		}
 	}
-	out := make([][]sample, k)
-	for slot, s := range batch {
-		if s.ok {
-			out[which(slot)] = append(out[which(slot)], s)
-		}
-	}
 	for i, e := range errs {
 		if e > 0 {
 			warnf("%s: %d failed requests", ts[i].name, e)
 		}
 	}
-	return out, errs
+	return batch, which, errs
 }
 
 // countPacer sends as fast as the workers allow, n requests in all.

@@ -51,6 +51,10 @@ type settings struct {
 	logRounds int           // logging cost: rounds of batches
 	// metricsRounds: rounds of batches of the metrics on/off phase
 	metricsRounds int
+	// the pool comparison (issue 11): warm-up triples, requests per alias
+	// of the allocation count, and how long its triples run
+	poolWarm, poolAllocs int
+	poolFor              time.Duration
 }
 
 func run(args []string) int {
@@ -65,15 +69,22 @@ func run(args []string) int {
 	curveList := fs.String("curves", "size,tools,streams,conns", "the curves to run after the table (issue 18): any of size, tools, streams, conns, comma-separated; none for none")
 	curvesOnly := fs.Bool("curves-only", false, "run only the curves (the table between the bench markers is kept)")
 	poolRun := fs.Bool("pool", true, "after the table, compare a pool of 3 backends with a single one (issue 11)")
-	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison")
+	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison (printed, not written)")
+	poolFor := fs.Duration("pool-for", 0, "how long the pool comparison's triples run (default 30s, 3s with --quick)")
 	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
 	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
+	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15, metricsRounds: 100}
+	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15, metricsRounds: 100,
+		poolWarm: 300, poolAllocs: 500, poolFor: 30 * time.Second}
 	if *quick {
-		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2, metricsRounds: 4}
+		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2, metricsRounds: 4,
+			poolWarm: 20, poolAllocs: 20, poolFor: 3 * time.Second}
+	}
+	if *poolFor > 0 {
+		st.poolFor = *poolFor
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -130,22 +141,25 @@ func run(args []string) int {
 		}
 		return 0
 	}
-	if *poolOnly {
-		if err := r.poolCompare(); err != nil {
-			warnf("pool: %v", err)
+	if *metricsOnly {
+		if err := r.metricsOnly(); err != nil {
+			warnf("metrics: %v", err)
 			return 1
 		}
 		return 0
 	}
-	if !*curvesOnly {
-		if code := r.table(*quick, *out); code != 0 {
-			return code
+	if *poolOnly {
+		p, err := r.poolCompare()
+		if err != nil {
+			warnf("pool: %v", err)
+			return 1
 		}
-		if *poolRun {
-			if err := r.poolCompare(); err != nil {
-				warnf("pool: %v", err)
-				return 1
-			}
+		fmt.Print(p.text() + "\n" + goalTable("target (issue 11)", []goal{p.goal()}))
+		return 0
+	}
+	if !*curvesOnly {
+		if code := r.table(*quick, *out, *poolRun); code != 0 {
+			return code
 		}
 	}
 	if len(which) == 0 {
@@ -184,12 +198,21 @@ func proxyGoVersion(bin string) string {
 	return runtime.Version()
 }
 
-// table runs the cases of the main table and writes it.
-func (r *runner) table(quick bool, out string) int {
+// table runs the cases of the main table, and the pool comparison when
+// pool is set, and writes them.
+func (r *runner) table(quick bool, out string, pool bool) int {
 	res, err := r.all()
 	if err != nil {
 		warnf("%v", err)
 		return 1
+	}
+	r.stopAll()
+	if pool {
+		progress("pool of 3 vs single backend: triples for %s", r.st.poolFor)
+		if res.pool, err = r.poolCompare(); err != nil {
+			warnf("pool: %v", err)
+			return 1
+		}
 	}
 	res.quick = quick
 	res.goVersion = proxyGoVersion(r.proxyBin)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
@@ -17,96 +20,213 @@ import (
 // this share of the added p50.
 const metricsGoal = 0.03
 
-// metricsSlices: the run of each case is cut into this many consecutive
-// slices (each holding every target's requests of the same stretch of
-// time, interleaved), and the share is taken in each: their median is the
-// figure, their quartiles how far the machine's drift moved it.
-const metricsSlices = 10
+// metricsAllocRequests: the requests of each process's allocation count.
+const metricsAllocRequests = 200
 
-// metricsResult is one case through the stub direct, Dragoman with its
-// metrics on (the default) and Dragoman with --metrics=false, interleaved
-// in one run: what the metrics add to a request.
+// metricsTargets are the phase's five targets, in the order of a round:
+// the stub direct, then two Dragoman processes with metrics on (the
+// default) and two with --metrics=false, all started for the phase (the
+// same age, the same history). Two of each give the A/A difference, what
+// the method measures between processes that differ in nothing.
+var metricsTargets = [5]string{"direct", "dragoman-metrics-a", "dragoman-nometrics-a", "dragoman-metrics-b", "dragoman-nometrics-b"}
+
+// metricsResult is one case through the five targets, one request to
+// each in turn (in a random order each round), in one run: what the
+// metrics add to a request.
 type metricsResult struct {
-	name     string
-	p50      [3]time.Duration // direct, metrics on, metrics off: the whole run
-	cpu      [3]time.Duration // process CPU per request (the stub's for direct)
-	requests int              // per target
-	shares   []float64        // per slice: (on − off) / added p50 off, sorted
+	name string
+	p50  [3]time.Duration // the whole run: direct, metrics on (both processes), off (both)
+	cpu  [2]time.Duration // process CPU per request: on, off (both processes each)
+	// allocs: heap allocations per request, on and off (the mean of each
+	// configuration's two processes, counted through their --pprof in
+	// batches of metricsAllocRequests): a figure load does not move.
+	allocs [2]float64
+	rounds int // rounds whose five requests all succeeded
+	// diff is on − off (medianCI of the rounds): in each round, the mean of the two metrics-on
+	// requests minus the mean of the two metrics-off ones; aa is the A/A:
+	// the mean of process pair A (one on, one off) minus pair B's.
+	diff, aa   interval
+	load       [2]string // load average at the case's start and end
+	requestsOK int       // requests per target (the fewest)
 }
 
-// share is the median over the slices of the difference of the added p50
-// (on − off) as a share of the added p50 with metrics off.
-func (m metricsResult) share() float64 { return quantile(m.shares, 0.5) }
+// added is the added p50 with metrics off, the base of the shares.
+func (m metricsResult) added() time.Duration { return m.p50[2] - m.p50[0] }
 
-// whole is the share from the whole run's p50s.
-func (m metricsResult) whole() float64 { return addedShare(m.p50[0], m.p50[1], m.p50[2]) }
-
-func (m metricsResult) met() bool { return len(m.shares) > 0 && math.Abs(m.share()) <= metricsGoal }
-
-// spread is the middle half of the slices' shares (25th to 75th percentile).
-func (m metricsResult) spread() string {
-	return fmt.Sprintf("%+.1f … %+.1f %%", 100*quantile(m.shares, 0.25), 100*quantile(m.shares, 0.75))
-}
-
-// quantile of sorted values (the nearest rank below).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
+func (m metricsResult) share(d time.Duration) float64 {
+	if m.added() <= 0 {
+		return math.NaN()
 	}
-	return sorted[int(q*float64(len(sorted)-1))]
+	return float64(d) / float64(m.added())
 }
 
-// addedShare is (on − off) / (off − direct) of three p50s; 0 when nothing
-// is added.
-func addedShare(direct, on, off time.Duration) float64 {
-	if off-direct <= 0 {
-		return 0
-	}
-	return float64(on-off) / float64(off-direct)
+// met is the goal's rule: the 95 % confidence interval of the median
+// paired difference lies within ±metricsGoal of the added p50. A figure
+// inside the limit with an interval that crosses it is not met: the run
+// could not tell.
+func (m metricsResult) met() bool {
+	return m.rounds > 0 && m.added() > 0 && math.Abs(m.share(m.diff.lo)) <= metricsGoal && math.Abs(m.share(m.diff.hi)) <= metricsGoal
+}
+
+// resolved: the interval is no wider than the goal's band.
+func (m metricsResult) resolved() bool {
+	return m.share(m.diff.hi)-m.share(m.diff.lo) <= 2*metricsGoal
+}
+
+func (m metricsResult) shareCI(e interval) string {
+	return fmt.Sprintf("%+.1f %% [%+.1f, %+.1f]", 100*m.share(e.med), 100*m.share(e.lo), 100*m.share(e.hi))
 }
 
 // metricsCost runs each small Messages case (stream and not) through the
-// three targets, metricsRounds rounds of interleaved batches.
-func (r *runner) metricsCost(cases []*kase, stub, dm, dmOff *proc) []metricsResult {
+// stub and four fresh Dragoman processes, two with metrics and two
+// without, one request to each in turn.
+func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error) {
+	var dms [4]*proc
+	var pprofURLs [4]string // each process's --pprof (none with --profile)
+	for i := range dms {
+		var extra []string
+		if i%2 == 1 {
+			extra = []string{"--metrics=false"}
+		}
+		if r.profile == "" {
+			port, err := procs.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			pprofURLs[i] = "http://127.0.0.1:" + itoa(port)
+			extra = append(extra, "--pprof", "127.0.0.1:"+itoa(port))
+		}
+		var err error
+		if dms[i], err = r.dragoman(metricsTargets[i+1], stub, "warn", extra...); err != nil {
+			return nil, err
+		}
+	}
+	pids := []int{stub.pid(), dms[0].pid(), dms[1].pid(), dms[2].pid(), dms[3].pid()}
 	var out []metricsResult
-	rounds := r.st.rounds
-	r.st.rounds = r.st.metricsRounds
-	defer func() { r.st.rounds = rounds }()
 	for _, k := range cases {
 		if k.api != "messages" || k.large {
 			continue
 		}
-		ts := k.targets(stub.url, "", dm.url)
-		off := ts[2]
-		off.name, off.url = "dragoman-nometrics", dmOff.url+off.url[len(dm.url):]
-		trio := []target{ts[0], ts[2], off}
-		samples, cpu := r.interleaved(trio, []int{stub.pid(), dm.pid(), dmOff.pid()})
-		m := metricsResult{name: k.name}
-		for i := range trio {
-			l := summarize(samples[i])
-			m.p50[i], m.cpu[i] = l.p50, cpu[i]
-			if i == 0 || l.n < m.requests {
-				m.requests = l.n
+		t := k.targets(stub.url, "", dms[0].url)
+		ts := []target{t[0]}
+		for i, p := range dms {
+			d := t[2]
+			d.name, d.url = metricsTargets[i+1], p.url+d.url[len(dms[0].url):]
+			ts = append(ts, d)
+		}
+		for _, t := range ts {
+			if err := check(r.gen, t, k.stream); err != nil {
+				return nil, fmt.Errorf("%s via %s: %w", k.name, t.name, err)
 			}
 		}
-		parts := metricsSlices
-		if m.requests < 100*parts {
-			parts = max(1, m.requests/100)
-		}
-		for s := range parts {
-			var p [3]time.Duration
-			for i := range trio {
-				n := len(samples[i])
-				p[i] = summarize(samples[i][s*n/parts : (s+1)*n/parts]).p50
+		m := r.metricsCase(k.name, ts, pids)
+		if r.profile == "" {
+			for i, url := range pprofURLs {
+				t := ts[i+1]
+				a, err := allocsPerRequest(url, metricsAllocRequests, func() error {
+					if _, errs, _ := r.gen.run(t, 1, 1, 0); errs > 0 {
+						return fmt.Errorf("a request to %s failed", t.name)
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				m.allocs[i%2] += a / 2
 			}
-			m.shares = append(m.shares, addedShare(p[0], p[1], p[2]))
+			r.clearStub()
 		}
-		slices.Sort(m.shares)
-		progress("  %-28s added p50: metrics on %s, off %s; Δ %+.1f %% (median of %d slices, middle half %s; whole run %+.1f %%); CPU/req on %s, off %s",
-			k.name, us(m.p50[1]-m.p50[0]), us(m.p50[2]-m.p50[0]), 100*m.share(), len(m.shares), m.spread(), 100*m.whole(), us(m.cpu[1]), us(m.cpu[2]))
+		progress("  %-26s load %s–%s; added p50 off %s; on − off %s, %s of it (95 %% CI); A/A %s, %s; CPU/req on %s, off %s; allocs/req on %.1f, off %.1f; %d rounds",
+			k.name, m.load[0], m.load[1], us(m.added()), us(m.diff.med), m.shareCI(m.diff), us(m.aa.med), m.shareCI(m.aa),
+			us(m.cpu[0]), us(m.cpu[1]), m.allocs[0], m.allocs[1], m.rounds)
 		out = append(out, m)
 	}
-	return out
+	return out, nil
+}
+
+// metricsOnly runs the metrics phase alone (--metrics-only) and prints
+// its table and target lines.
+func (r *runner) metricsOnly() error {
+	all, err := buildCases()
+	if err != nil {
+		return err
+	}
+	var cases []*kase
+	for _, k := range all {
+		if strings.Contains(k.name, r.only) && k.api == "messages" && !k.large {
+			cases = append(cases, k)
+		}
+	}
+	if len(cases) == 0 {
+		return fmt.Errorf("no small Messages case matches %q", r.only)
+	}
+	stub, err := r.stub("stub", "--events", "64", "--protocol", "messages")
+	if err != nil {
+		return err
+	}
+	r.stubURL = stub.url
+	progress("metrics: two fresh Dragoman processes with metrics on (the default), two with --metrics=false, and the stub direct, one request to each in turn, %d rounds", r.st.metricsRounds*r.st.batch)
+	res := &results{}
+	if res.metrics, err = r.metricsCost(cases, stub); err != nil {
+		return err
+	}
+	res.tracingOff = measureTracingOff()
+	fmt.Print(res.metricsTable() + "\n" + goalTable("target (issue 15)", res.metricsGoals()))
+	return nil
+}
+
+// metricsCase runs one case's rounds through the five targets ts and pairs
+// each round's requests.
+func (r *runner) metricsCase(name string, ts []target, pids []int) metricsResult {
+	m := metricsResult{name: name, load: [2]string{loadAverage(), ""}}
+	r.gen.mixed(ts, r.st.warm)
+	r.clearStub()
+	var before, after [5]time.Duration
+	for i, pid := range pids {
+		before[i], _ = procs.CPUTime(pid)
+	}
+	shuffle := rand.New(rand.NewPCG(1, 15)) // the same orders in every run
+	var all [5][]sample
+	var diffs, aas []time.Duration
+	sent := 0
+	for range r.st.metricsRounds {
+		batch, which, _ := r.gen.mixedSlots(ts, r.st.batch, shuffle)
+		sent += r.st.batch
+		for first := 0; first+len(ts) <= len(batch); first += len(ts) {
+			var t [5]time.Duration
+			ok := true
+			for slot := first; slot < first+len(ts); slot++ {
+				s := batch[slot]
+				ok = ok && s.ok
+				t[which(slot)] = s.total()
+				if s.ok {
+					all[which(slot)] = append(all[which(slot)], s)
+				}
+			}
+			if ok {
+				diffs = append(diffs, (t[1]+t[3]-t[2]-t[4])/2)
+				aas = append(aas, (t[1]+t[2]-t[3]-t[4])/2)
+			}
+		}
+		r.clearStub()
+	}
+	for i, pid := range pids {
+		after[i], _ = procs.CPUTime(pid)
+	}
+	m.load[1] = loadAverage()
+	m.rounds, m.diff, m.aa = len(diffs), medianCI(diffs), medianCI(aas)
+	m.p50[0] = summarize(all[0]).p50
+	m.p50[1] = summarize(append(slices.Clone(all[1]), all[3]...)).p50
+	m.p50[2] = summarize(append(slices.Clone(all[2]), all[4]...)).p50
+	if sent > 0 {
+		m.cpu[0] = (after[1] - before[1] + after[3] - before[3]) / time.Duration(2*sent)
+		m.cpu[1] = (after[2] - before[2] + after[4] - before[4]) / time.Duration(2*sent)
+	}
+	m.requestsOK = len(all[0])
+	for _, a := range all[1:] {
+		m.requestsOK = min(m.requestsOK, len(a))
+	}
+	return m
 }
 
 // inProcess is a cost per request measured in this process with
@@ -132,7 +252,7 @@ func measure(f func()) inProcess {
 func measureObserve() inProcess {
 	m := metrics.New(metrics.Setup{Version: "bench", Routes: []metrics.Route{{Alias: "a", Backend: "b"}}})
 	r := &metrics.Request{Endpoint: metrics.EndpointMessages, Alias: "a", Backend: "b", Status: http.StatusOK, ErrorType: metrics.ErrorNone,
-		Duration: time.Second, FirstToken: 300 * time.Millisecond, Usage: &metrics.Usage{Input: 10, Output: 20}}
+		Duration: time.Second, FirstToken: 300 * time.Millisecond, Usage: metrics.Usage{Input: 10, Output: 20}}
 	return measure(func() { m.Observe(r) })
 }
 
@@ -144,10 +264,11 @@ func measureTracingOff() inProcess {
 }
 
 func (res *results) metricsTable() string {
-	head := row{"case (1 connection)", "added p50, metrics on", "added p50, --metrics=false", "Δ / added p50, median of slices (goal ≤ 3 %)", "middle half of slices", "CPU/req on", "CPU/req off", "requests/target"}
+	head := row{"case (1 connection)", "load", "added p50 off", "added p50 on", "on − off, median of rounds", "÷ added p50 [95 % CI] (goal ±3 %)", "A/A, same", "CPU/req on", "CPU/req off", "allocs/req on", "allocs/req off", "rounds"}
 	var rows []row
 	for _, m := range res.metrics {
-		rows = append(rows, row{m.name, us(m.p50[1] - m.p50[0]), us(m.p50[2] - m.p50[0]), fmt.Sprintf("%+.1f %%", 100*m.share()), m.spread(), us(m.cpu[1]), us(m.cpu[2]), fmt.Sprint(m.requests)})
+		rows = append(rows, row{m.name, m.load[0] + "–" + m.load[1], us(m.added()), us(m.p50[1] - m.p50[0]), us(m.diff.med),
+			m.shareCI(m.diff), m.shareCI(m.aa), us(m.cpu[0]), us(m.cpu[1]), fmt.Sprintf("%.1f", m.allocs[0]), fmt.Sprintf("%.1f", m.allocs[1]), fmt.Sprint(m.rounds)})
 	}
 	return table(head, rows)
 }
@@ -158,9 +279,12 @@ func (res *results) metricsGoals() []goal {
 	var g []goal
 	var smallest time.Duration
 	for _, m := range res.metrics {
-		g = append(g, goal{"metrics on vs off, Δ added p50 (issue 15, " + m.name + ")", "≤ 3 % of the added p50",
-			fmt.Sprintf("%+.1f %% (%s vs %s; middle half %s; whole run %+.1f %%)", 100*m.share(), us(m.p50[1]-m.p50[0]), us(m.p50[2]-m.p50[0]), m.spread(), 100*m.whole()), m.met()})
-		if added := m.p50[2] - m.p50[0]; added > 0 && (smallest == 0 || added < smallest) {
+		got := fmt.Sprintf("%s (%s on − off; A/A %s; load %s–%s)", m.shareCI(m.diff), us(m.diff.med), m.shareCI(m.aa), m.load[0], m.load[1])
+		if !m.met() && !m.resolved() {
+			got += "; not resolved: the interval is wider than ±3 %"
+		}
+		g = append(g, goal{"metrics on vs off, Δ added p50 (issue 15, " + m.name + ")", "95 % CI within ±3 % of the added p50", got, m.met()})
+		if added := m.added(); added > 0 && (smallest == 0 || added < smallest) {
 			smallest = added
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,16 +12,6 @@ import (
 type proc struct {
 	*procs.Process
 	url string // http://127.0.0.1:PORT
-}
-
-// start runs a process on port and waits until GET health answers 200.
-func start(dir, name string, port int, health string, env []string, path string, args ...string) (*proc, error) {
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	p, err := procs.Start(dir, name, url+health, env, path, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &proc{Process: p, url: url}, nil
 }
 
 func (p *proc) pid() int { return p.PID() }

@@ -182,6 +182,9 @@ func (res *results) goals() []goal {
 	g = append(g, goal{"peak RSS with 256 concurrent streams", "≤ 64 MB", mib(m.peakStreams), m.peakStreams <= 64<<20})
 	g = append(g, goal{"peak RSS idle", "≤ 20 MB", mib(m.idle), m.idle <= 20<<20})
 	g = append(g, res.metricsGoals()...)
+	if res.pool != nil {
+		g = append(g, res.pool.goal())
+	}
 	return g
 }
 
@@ -221,6 +224,10 @@ func (res *results) render() string {
 	b.WriteString("\n")
 	b.WriteString(res.metricsTable())
 	b.WriteString("\n")
+	if res.pool != nil {
+		b.WriteString(res.pool.text())
+		b.WriteString("\n")
+	}
 	b.WriteString(res.goalTable())
 	return b.String()
 }

@@ -32,19 +32,11 @@ func (r *runner) stopAll() {
 }
 
 func (r *runner) launch(name string, env []string, path string, args ...string) (*proc, error) {
-	port, err := procs.FreePort()
+	pr, url, err := procs.StartOnFreePort(r.dir, name, "/healthz", env, path, args...)
 	if err != nil {
 		return nil, err
 	}
-	for i, a := range args {
-		if a == "PORT" {
-			args[i] = itoa(port)
-		}
-	}
-	p, err := start(r.dir, name, port, "/healthz", env, path, args...)
-	if err != nil {
-		return nil, err
-	}
+	p := &proc{Process: pr, url: url}
 	r.procs = append(r.procs, p)
 	return p, nil
 }
@@ -80,8 +72,8 @@ func (r *runner) dragoman(name string, backend *proc, level string, extra ...str
 	}
 	env := []string{"PROXY_API_KEY=" + clientKey}
 	if r.profile != "" {
-		return r.launch(name, env, r.self, "serve", "--config", cfg, "--port", "PORT", "--log-level", level,
-			"--cpuprofile", filepath.Join(r.profile, name+".cpu.pprof"), "--memprofile", filepath.Join(r.profile, name+".allocs.pprof"))
+		return r.launch(name, env, r.self, append([]string{"serve", "--config", cfg, "--port", "PORT", "--log-level", level,
+			"--cpuprofile", filepath.Join(r.profile, name+".cpu.pprof"), "--memprofile", filepath.Join(r.profile, name+".allocs.pprof")}, extra...)...)
 	}
 	return r.launch(name, env, r.proxyBin,
 		append([]string{"--config", cfg, "--host", "127.0.0.1", "--port", "PORT", "--log-level", level}, extra...)...)
@@ -127,6 +119,7 @@ type results struct {
 	metrics      []metricsResult
 	tracingOff   inProcess
 	streamEvents int
+	pool         *poolResult // the pool comparison (issue 11), when it ran
 
 	quick          bool
 	goVersion, cpu string
@@ -156,10 +149,6 @@ func (r *runner) all() (*results, error) {
 	}
 	r.stubURL = stub.url
 	dmInfo, err := r.dragoman("dragoman-info", stub, "info")
-	if err != nil {
-		return nil, err
-	}
-	dmOff, err := r.dragoman("dragoman-nometrics", stub, "warn", "--metrics=false")
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +230,10 @@ func (r *runner) all() (*results, error) {
 		}
 		res.logging = append(res.logging, lr)
 	}
-	progress("metrics: Dragoman with metrics on (the default) beside --metrics=false, and the stub direct")
-	res.metrics = r.metricsCost(cases, stub, dm, dmOff)
+	progress("metrics: two fresh Dragoman processes with metrics on (the default), two with --metrics=false, and the stub direct, one request to each in turn")
+	if res.metrics, err = r.metricsCost(cases, stub); err != nil {
+		return nil, err
+	}
 	res.tracingOff = measureTracingOff()
 	progress("tracing off: its hooks cost %d ns and %d allocations per request (measured in this process)", res.tracingOff.perRequest.Nanoseconds(), res.tracingOff.allocs)
 	obs := measureObserve()

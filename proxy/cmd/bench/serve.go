@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 )
 
@@ -30,6 +32,7 @@ func serve(args []string) int {
 	level := fs.String("log-level", "warn", "log level")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	memProfile := fs.String("memprofile", "", "write a heap profile here at exit")
+	metricsOn := fs.Bool("metrics", true, "Prometheus metrics, as bin/proxy --metrics (on by default, as there)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -59,9 +62,15 @@ func serve(args []string) int {
 			return 1
 		}
 	}
+	// The balancer and metrics as cmd/proxy builds them.
+	var m *metrics.Metrics
+	bal := balance.New(cfg, balance.Options{Hooks: server.MetricsHooks(&m)})
+	if *metricsOn {
+		m = metrics.New(metrics.Setup{Version: "bench", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
+	}
 	srv := &http.Server{
 		Addr:              net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)),
-		Handler:           server.New(cfg, server.Options{Keys: keys, Logger: log}),
+		Handler:           server.New(cfg, server.Options{Keys: keys, Logger: log, Balancer: bal, Metrics: m, ServeMetrics: m != nil}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}

@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,17 +64,7 @@ func run(bin, promtool, keep string) error {
 		}
 	}()
 	start := func(name string, env []string, path string, args ...string) (*service, error) {
-		port, err := procs.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		url := "http://127.0.0.1:" + strconv.Itoa(port)
-		for _, list := range [][]string{args, env} { // PORT: the port chosen
-			for i, a := range list {
-				list[i] = strings.ReplaceAll(a, "PORT", strconv.Itoa(port))
-			}
-		}
-		p, err := procs.Start(dir, name, url+"/healthz", env, filepath.Join(bin, path), args...)
+		p, url, err := procs.StartOnFreePort(dir, name, "/healthz", env, filepath.Join(bin, path), args...)
 		if err != nil {
 			return nil, err
 		}

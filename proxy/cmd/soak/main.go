@@ -107,35 +107,26 @@ func soak(o options) (bool, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	stubPort, err := procs.FreePort()
-	if err != nil {
-		return false, err
-	}
-	stub, err := procs.Start(dir, "stub-backend", "http://127.0.0.1:"+strconv.Itoa(stubPort)+"/healthz", nil,
-		filepath.Join(o.bin, "stub-backend"), "--host", "127.0.0.1", "--port", strconv.Itoa(stubPort),
+	stub, stubURL, err := procs.StartOnFreePort(dir, "stub-backend", "/healthz", nil,
+		filepath.Join(o.bin, "stub-backend"), "--host", "127.0.0.1", "--port", "PORT",
 		"--events", strconv.Itoa(o.events), "--event-delay", o.eventDelay.String())
 	if err != nil {
 		return false, err
 	}
 	defer stub.Stop(10 * time.Second)
 
-	cfg := fmt.Sprintf("model_list:\n  - model_name: %s\n    proxy_params:\n      model: vendorb/stub-model\n      api_base: http://127.0.0.1:%d/v1\n      api_key: os.environ/SOAK_BACKEND_KEY\ngeneral_settings:\n  enable_vendora_pass_through: true\n", alias, stubPort)
+	cfg := fmt.Sprintf("model_list:\n  - model_name: %s\n    proxy_params:\n      model: vendorb/stub-model\n      api_base: %s/v1\n      api_key: os.environ/SOAK_BACKEND_KEY\ngeneral_settings:\n  enable_vendora_pass_through: true\n", alias, stubURL)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return false, err
-	}
-	proxyPort, err := procs.FreePort()
-	if err != nil {
 		return false, err
 	}
 	pprofPort, err := procs.FreePort()
 	if err != nil {
 		return false, err
 	}
-	proxyURL := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
 	pprofURL := "http://127.0.0.1:" + strconv.Itoa(pprofPort)
-	proxy, err := procs.Start(dir, "proxy", proxyURL+"/healthz", []string{"PROXY_API_KEY=" + clientKey, "SOAK_BACKEND_KEY=" + backendKey},
-		filepath.Join(o.bin, "proxy"), "--config", cfgPath, "--host", "127.0.0.1", "--port", strconv.Itoa(proxyPort),
+	proxy, proxyURL, err := procs.StartOnFreePort(dir, "proxy", "/healthz", []string{"PROXY_API_KEY=" + clientKey, "SOAK_BACKEND_KEY=" + backendKey},
+		filepath.Join(o.bin, "proxy"), "--config", cfgPath, "--host", "127.0.0.1", "--port", "PORT",
 		"--pprof", "127.0.0.1:"+strconv.Itoa(pprofPort), "--log-level", "warn")
 	if err != nil {
 		return false, err
@@ -212,7 +203,7 @@ func soak(o options) (bool, error) {
 			}
 			note(now, m)
 			row(label, m, st.snapshot())
-			clearStub(stubPort)
+			clearStub(stubURL)
 		}
 	}
 	// The last measurement under load, before the clients stop.
@@ -427,8 +418,8 @@ func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
 
 // clearStub drops the stub's record of requests, which would otherwise
 // grow with the soak.
-func clearStub(port int) {
-	req, _ := http.NewRequest(http.MethodDelete, "http://127.0.0.1:"+strconv.Itoa(port)+"/_stub/requests", nil)
+func clearStub(url string) {
+	req, _ := http.NewRequest(http.MethodDelete, url+"/_stub/requests", nil)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}

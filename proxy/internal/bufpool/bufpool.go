@@ -11,7 +11,12 @@ import (
 	"sync"
 )
 
-var pool sync.Pool // of *[]byte
+// pools holds the buffers by size class: pools[k] those whose capacity is
+// at least minSize<<k and less than twice that. One pool for all sizes
+// handed a 4 KB answer's buffer to a 54 KB body, which then allocated a new
+// one each time (and fresh memory costs a request more than anything it
+// does with it).
+var pools [classes]sync.Pool // of *[]byte
 
 // maxPooled: larger buffers go back to the garbage collector rather than
 // stay in the pool.
@@ -20,24 +25,43 @@ const maxPooled = 1 << 20
 // minSize is the least a new buffer holds.
 const minSize = 4096
 
+// classes: minSize<<(classes-1) == maxPooled.
+const classes = 9
+
+// class returns the smallest class whose buffers all hold n bytes, or
+// classes when n is above maxPooled.
+func class(n int) int {
+	k := 0
+	for k < classes && minSize<<k < n {
+		k++
+	}
+	return k
+}
+
 // Get returns an empty buffer with room for at least n bytes.
 func Get(n int) []byte {
-	if p, ok := pool.Get().(*[]byte); ok {
-		if cap(*p) >= n {
-			return (*p)[:0]
-		}
-		pool.Put(p)
+	k := class(n)
+	if k == classes {
+		return make([]byte, 0, n)
 	}
-	return make([]byte, 0, max(n, minSize))
+	if p, ok := pools[k].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, minSize<<k)
 }
 
 // Put gives b back. Nothing may use b, or a slice of it, afterwards.
 func Put(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooled {
+	c := cap(b)
+	if c < minSize || c > maxPooled {
 		return
 	}
+	k := class(c)
+	if minSize<<k > c {
+		k-- // the class below: every buffer of a class holds its least size
+	}
 	b = b[:0]
-	pool.Put(&b)
+	pools[k].Put(&b)
 }
 
 // ReadAll reads r to its end into a buffer from Get, at most limit bytes

@@ -72,3 +72,52 @@ func TestGetGivesRoom(t *testing.T) {
 		Put(append(b, 'x'))
 	}
 }
+
+// A buffer given back is handed out again for its size, whatever smaller
+// buffers were given back after it (one pool for all sizes handed out the
+// small one, and a large body then allocated anew each time).
+func TestGetBySize(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops buffers given back at random under -race; TestClasses holds there")
+	}
+	for _, size := range []int{5000, 54 << 10, 300 << 10} {
+		reused := 0
+		for range 100 {
+			b := append(Get(size), 1)
+			Put(b)
+			Put(make([]byte, 0, 4096))
+			c := Get(size)
+			if cap(c) < size {
+				t.Fatalf("Get(%d): cap %d", size, cap(c))
+			}
+			if &c[:1][0] == &b[0] {
+				reused++
+			}
+			Put(c)
+		}
+		// sync.Pool may drop an item (a GC between Put and Get); nearly
+		// all must come back.
+		if reused < 90 {
+			t.Fatalf("Get(%d) reused %d of 100 buffers given back", size, reused)
+		}
+	}
+}
+
+// Every buffer of a class holds the least size of the class, and Get(n)
+// takes from a class whose least size is n or more.
+func TestClasses(t *testing.T) {
+	for n := 1; n <= maxPooled; n += 1 + n/7 {
+		k := class(n)
+		if k >= classes || minSize<<k < n || (k > 0 && minSize<<(k-1) >= n) {
+			t.Fatalf("Get(%d) takes from class %d (buffers of %d bytes and more)", n, k, minSize<<k)
+		}
+		if n < minSize {
+			continue
+		}
+		Put(make([]byte, 0, n))
+		b := Get(n)
+		if cap(b) < n {
+			t.Fatalf("Get(%d) after Put of cap %d: cap %d", n, n, cap(b))
+		}
+	}
+}

@@ -72,6 +72,24 @@ func Start(dir, name, healthURL string, env []string, path string, args ...strin
 	return nil, fmt.Errorf("%s did not answer %s within 15 s (log: %s)", name, healthURL, logPath)
 }
 
+// StartOnFreePort is Start on a free loopback port, written wherever an
+// argument or an env entry says PORT; health is the path that must answer
+// 200. url is http://127.0.0.1:PORT.
+func StartOnFreePort(dir, name, health string, env []string, path string, args ...string) (p *Process, url string, err error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	url = "http://127.0.0.1:" + strconv.Itoa(port)
+	for _, list := range [][]string{args, env} {
+		for i, a := range list {
+			list[i] = strings.ReplaceAll(a, "PORT", strconv.Itoa(port))
+		}
+	}
+	p, err = Start(dir, name, url+health, env, path, args...)
+	return p, url, err
+}
+
 // WaitOK polls GET url until it answers 200, for up to within, and reports
 // whether it did. It gives up early once stop is closed (nil: never), as
 // when the process that should answer has ended.
@@ -214,4 +232,82 @@ func ReadStatus(pid int) (Status, error) {
 		}
 	}
 	return s, sc.Err()
+}
+
+// CPUMeter reads OnCPU of one process over and over, cheaply enough to
+// read it around every request: it keeps each thread's schedstat open and
+// reads it in place, and lists the threads again only when their count
+// (the link count of /proc/PID/task) changes. Not safe for concurrent use.
+type CPUMeter struct {
+	dir     string
+	task    *os.File
+	nlink   uint64
+	threads []*os.File
+	buf     [128]byte
+}
+
+// NewCPUMeter opens the accounting of process pid.
+func NewCPUMeter(pid int) (*CPUMeter, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &CPUMeter{dir: dir, task: f}, nil
+}
+
+// Read is the time the process's threads have run so far (as OnCPU).
+func (m *CPUMeter) Read() (time.Duration, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(m.task.Fd()), &st); err != nil {
+		return 0, err
+	}
+	if uint64(st.Nlink) != m.nlink || m.threads == nil {
+		if err := m.list(); err != nil {
+			return 0, err
+		}
+		m.nlink = uint64(st.Nlink)
+	}
+	var total int64
+	for _, f := range m.threads {
+		n, err := f.ReadAt(m.buf[:], 0)
+		if n == 0 && err != nil {
+			continue // the thread exited
+		}
+		b := m.buf[:n]
+		if i := bytes.IndexByte(b, ' '); i >= 0 {
+			b = b[:i]
+		}
+		ns, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return 0, errors.New("unexpected " + f.Name())
+		}
+		total += ns
+	}
+	return time.Duration(total), nil
+}
+
+func (m *CPUMeter) list() error {
+	for _, f := range m.threads {
+		f.Close()
+	}
+	m.threads = m.threads[:0]
+	names, err := os.ReadDir(m.dir)
+	if err != nil {
+		return err
+	}
+	for _, t := range names {
+		if f, err := os.Open(m.dir + "/" + t.Name() + "/schedstat"); err == nil {
+			m.threads = append(m.threads, f)
+		}
+	}
+	return nil
+}
+
+// Close closes the files the meter holds.
+func (m *CPUMeter) Close() {
+	for _, f := range m.threads {
+		f.Close()
+	}
+	m.task.Close()
 }

@@ -2,6 +2,8 @@ package procs
 
 import (
 	"os"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,5 +69,46 @@ func TestOnCPUCountsWork(t *testing.T) {
 func TestStartRefusesMissingBinary(t *testing.T) {
 	if _, err := Start(t.TempDir(), "x", "http://127.0.0.1:1/", nil, "/no/such/binary"); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// TestCPUMeterAgreesWithOnCPU: the meter counts what OnCPU counts, also
+// after the process has started new threads.
+func TestCPUMeterAgreesWithOnCPU(t *testing.T) {
+	m, err := NewCPUMeter(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Read(); err != nil {
+		t.Fatal(err)
+	}
+	// Work on threads the meter has not seen yet: locked goroutines get
+	// threads of their own.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := m.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := OnCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want - got; d < 0 || d > 5*time.Millisecond {
+		t.Errorf("meter %v, OnCPU %v (read just after)", got, want)
+	}
+	if got < 60*time.Millisecond {
+		t.Errorf("meter %v after 4 threads spun 20 ms each", got)
 	}
 }

@@ -1,0 +1,164 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/server"
+	"github.com/dragoman-dev/dragoman/proxy/stub"
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// BenchmarkNative54KB is issue 12's bench case in-process: the captured
+// 54 KB client request, non-stream, through Dragoman to a vendora/ stub,
+// and the request Dragoman forwards through the floor (a bare
+// httputil.ReverseProxy, as bin/bench floor) to the same stub, one
+// connection, one request at a time; and that request sent to the stub
+// directly. Client, proxy and stub share the process: cpu-ns/op counts
+// all three, so a proxy's own cost is its figure less direct's.
+func BenchmarkNative54KB(b *testing.B) {
+	capture, err := fixtures.ClientCapture("01-text-turn.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := bytes.Replace([]byte(capture.Body), []byte(`"stream": true`), []byte(`"stream": false`), 1)
+	// The stub's answer, served by a backend that does nothing else: the
+	// stub's own work (it decodes and records each request) would drown
+	// the proxies' difference.
+	answer := stubAnswer(b, body)
+	bs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := bufs.Get().(*[]byte)
+		for {
+			n, err := r.Body.Read((*buf)[:cap(*buf)])
+			if err != nil || n == 0 {
+				break
+			}
+		}
+		bufs.Put(buf)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.Write(answer)
+	}))
+	b.Cleanup(bs.Close)
+	yaml := "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params: {model: vendora/stub-model, api_base: '" + bs.URL + "/v1', api_key: k}\n" +
+		"general_settings: {enable_vendora_pass_through: true}\n"
+	path := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bal := balance.New(cfg, balance.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go bal.Run(ctx)
+	dm := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
+	b.Cleanup(dm.Close)
+	forwarded, err := translate.MessagesToMessages(body, func(string) (translate.Target, error) {
+		return translate.Target{BackendModel: "stub-model", DropParams: strings.Join(config.DefaultDropParams, ",")}, nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, _ := url.Parse(bs.URL)
+	floor := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	})
+	b.Cleanup(floor.Close)
+	for _, via := range []struct {
+		name string
+		url  string
+		body []byte
+	}{
+		{"dragoman", dm.URL, body},
+		{"floor", floor.URL, forwarded.Body},
+		{"direct", bs.URL, forwarded.Body},
+	} {
+		b.Run(via.name, func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			send := func() {
+				req, _ := http.NewRequest(http.MethodPost, via.url+"/v1/messages", bytes.NewReader(via.body))
+				for k, v := range capture.Headers {
+					switch http.CanonicalHeaderKey(k) {
+					case "Content-Length", "Connection", "Accept-Encoding":
+						continue
+					}
+					req.Header.Set(k, v)
+				}
+				req.Header.Set("Authorization", "Bearer "+clientKey)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("status %d: %s", resp.StatusCode, got)
+				}
+			}
+			for range 50 {
+				send()
+			}
+			b.ReportAllocs()
+			start := cpuTime()
+			for b.Loop() {
+				send()
+			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// stubAnswer is the stub's non-stream Messages answer to body, as bin/bench
+// runs it (--events 64).
+func stubAnswer(b *testing.B, body []byte) []byte {
+	s := httptest.NewServer(stub.New(stub.Options{Protocol: stub.ProtocolMessages, Events: 64}))
+	defer s.Close()
+	resp, err := http.Post(s.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("stub: %d %v: %s", resp.StatusCode, err, out)
+	}
+	return out
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,116 @@
+package translate
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/responses"
+)
+
+// checkResponsesFastDecode decodes body both ways: when the fast decoder
+// takes it, jsonv2 must take it too, with the same result.
+func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
+	t.Helper()
+	var got, want responses.Request
+	fast = decodeResponsesFast(body, &got)
+	err := json.Unmarshal(body, &want, decodeOpts, aliasRaw)
+	if !fast {
+		if !reflect.DeepEqual(got, responses.Request{}) {
+			t.Fatalf("%q: the fast decoder gave up but left %+v", body, got)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%q: the fast decoder took a body jsonv2 refuses (%v)", body, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: fast decoding differs:\n got %+v\nwant %+v", body, got, want)
+	}
+	return true
+}
+
+// responsesUsualShapes: the first samples, which the fast decoder takes.
+const responsesUsualShapes = 7
+
+var responsesDecodeSamples = []string{
+	`{"model":"m","input":"hi"}`,
+	`{"model":"m","input":[],"tools":[]}`,
+	`{"model":"m\u00e9","input":[{"type":"message","role":"user","content":[]},{"role":"assistant","content":"a\nb","id":"x","status":"completed"}],"instructions":"be \"brief\"","stream":false}`,
+	`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":"n","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok"},{"type":"input_image","image_url":"https://x","detail":"low","file_id":"f"}]},{"type":"custom_tool_call","call_id":"d","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"d","output":"done"},{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}],"content":[{"type":"reasoning_text","text":"r"}],"encrypted_content":"e"}]}`,
+	`{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":false},{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},{"type":"namespace","name":"n","description":"ns","tools":[{"type":"function","name":"g"}]},{"type":"web_search","external_web_access":false}],"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":true,"max_output_tokens":100,"temperature":0.5,"top_p":1,"reasoning":{"effort":"high","summary":"auto"},"text":{"format":{"type":"json_schema","schema":{}},"verbosity":"low"},"previous_response_id":"","user":"u","store":false,"include":["x"],"prompt_cache_key":"k","client_metadata":{"a":"b"}}`,
+	`{"model":"m","input":5,"instructions":[1],"user":7,"temperature":"hot","tool_choice":"auto"}`,
+	`{"Model":"m","input":[{"role":"user","content":{"a":1},"output":true,"arguments":5,"input":[1],"Content":"y"}]}`,
+	// Shapes the fast decoder leaves to jsonv2 (after the first
+	// responsesUsualShapes).
+	`{"model":"m","input":"x","model":"n"}`,
+	`{"model":null,"input":"x"}`,
+	`{"model":"m","input":null}`,
+	`{"model":"m","input":"x","max_output_tokens":1.5}`,
+	`{"model":"m","input":"x","stream":1}`,
+	`{"model":"m","input":[{"role":"user","content":null}]}`,
+	`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","refusal":5}]}]}`,
+	`{"model":"m","input":[{"type":5}]}`,
+	`{"model":"m","input":[7]}`,
+	`{"model":"m","input":"x","tools":[{"type":"custom","format":{"type":"grammar","type":"text"}}]}`,
+	`{"model":"m","input":"x","reasoning":{"effort":null}}`,
+	`{"mo\u0064el":"m","input":"x"}`,
+	`{"model":"m","input":"x"} x`,
+	`[]`, ``, `{`,
+}
+
+func TestResponsesFastDecodeMatchesJSONv2(t *testing.T) {
+	for _, name := range fixtures.CodexRequests() {
+		if !checkResponsesFastDecode(t, codexBody(t, name)) {
+			t.Errorf("%s: the fast decoder gave up on Codex's request", name)
+		}
+	}
+	took := 0
+	for _, s := range responsesDecodeSamples {
+		if checkResponsesFastDecode(t, []byte(s)) {
+			took++
+		}
+	}
+	if took != responsesUsualShapes {
+		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, responsesUsualShapes)
+	}
+}
+
+// Random edits of the Codex requests and the samples: wherever the fast
+// decoder takes the result, it agrees with jsonv2.
+func TestResponsesFastDecodeMatchesJSONv2Mutated(t *testing.T) {
+	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"message"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"output":"o"`, `,"summary":[]`, `,"name":"n"`, `,"tools":[]`}
+	var bodies [][]byte
+	for _, name := range []string{"03-shell-result-turn.json", "05-apply-patch-result-turn.json"} {
+		bodies = append(bodies, codexBody(t, name))
+	}
+	for _, s := range responsesDecodeSamples[:responsesUsualShapes] {
+		bodies = append(bodies, []byte(s))
+	}
+	took := 0
+	for _, b := range mutated(bodies, inserts, 3000, 13) {
+		if checkResponsesFastDecode(t, b) {
+			took++
+		}
+	}
+	// The fast path must run, or the comparison proves nothing.
+	if took < 1000 {
+		t.Errorf("the fast decoder took %d of 3000 edited bodies, want 1000 or more", took)
+	}
+	t.Logf("the fast decoder took %d of 3000 edited bodies", took)
+}
+
+// FuzzResponsesFastDecode: wherever the fast decoder takes a body, jsonv2
+// takes it too and decodes it the same; where it gives up, it leaves
+// nothing.
+func FuzzResponsesFastDecode(f *testing.F) {
+	for _, name := range fixtures.CodexRequests() {
+		f.Add(codexBody(f, name))
+	}
+	for _, s := range responsesDecodeSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkResponsesFastDecode(t, body) })
+}

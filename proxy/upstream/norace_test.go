@@ -1,0 +1,5 @@
+//go:build !race
+
+package upstream_test
+
+const raceEnabled = false
