@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
