@@ -155,9 +155,9 @@ type Backend struct {
 	lastErr     string
 	lastRequest time.Time
 	lastSuccess time.Time
+	outs        uint64 // times failures took it out
 	requests    uint64
 	failures    uint64
-	outs        uint64 // the times it went out (cooling): a lease taken before says nothing of it now
 }
 
 func (b *Backend) load() int { return b.inflight + len(b.queue) }
@@ -362,7 +362,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 		if b.hasSlot() && len(b.queue) == 0 {
 			b.inflight++
 			b.requests++
-			outs := b.outs
+			outs := b.outs // read under the lock: fail writes it
 			bl.mu.Unlock()
 			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: outs}, nil
 		}
@@ -422,15 +422,14 @@ func (l *Lease) Done(res Result, detail string) {
 		switch res {
 		case Succeeded:
 			b.lastSuccess = bl.now()
-			if b.state != Healthy && l.outs != b.outs {
-				// The exchange began before the backend went out: its
-				// success is old news, and the backend stays out until a
-				// probe (or a trial request) brings it back.
-				break
-			}
-			b.fails = 0
-			if b.state != Healthy {
-				bl.setState(b, Healthy)
+			// A request that began before failures took the backend out
+			// says nothing of it now: under load its end can come after
+			// theirs, and must not bring back a backend that is down.
+			if l.outs == b.outs {
+				b.fails = 0
+				if b.state != Healthy {
+					bl.setState(b, Healthy)
+				}
 			}
 		case Failed:
 			bl.fail(b, detail)
@@ -445,10 +444,8 @@ func (bl *Balancer) fail(b *Backend, detail string) {
 	b.failures++
 	b.lastErr = detail
 	if b.fails >= bl.settings.AllowedFails {
+		b.outs++
 		b.coolUntil = bl.now().Add(bl.settings.CooldownTime)
-		if b.state == Healthy {
-			b.outs++
-		}
 		if b.state != Cooling {
 			bl.setState(b, Cooling)
 		}

@@ -305,6 +305,30 @@ func TestSharedBackendAcrossAliases(t *testing.T) {
 	}
 }
 
+// TestLateSuccessKeepsABackendOut: a request that began before its
+// backend failed, and ends well after the failures took it out, does not
+// bring it back (seen under load in TestPoolFailoverUnderLoad: the
+// cooling backend was sent requests).
+func TestLateSuccessKeepsABackendOut(t *testing.T) {
+	bl := New(poolConfig(t, []float64{1}, "", "router_settings: {allowed_fails: 2, cooldown_time: 60}\n"), Options{
+		Probe: func(context.Context, config.Route) error { return errors.New("connection refused") },
+	})
+	early := acquire(t, bl, Request{Alias: "coder"})
+	for range 2 {
+		acquire(t, bl, Request{Alias: "coder"}).Done(Failed, "backend unreachable")
+	}
+	early.Done(Succeeded, "")
+	if st := bl.Snapshot()[0]; st.State != "cooling" {
+		t.Fatalf("after a late success: %s, want cooling", st.State)
+	}
+	// A request sent while it is out (the pool has no other backend) and
+	// answered does bring it back.
+	acquire(t, bl, Request{Alias: "coder"}).Done(Succeeded, "")
+	if st := bl.Snapshot()[0]; st.State != "healthy" {
+		t.Fatalf("after a success while out: %s, want healthy", st.State)
+	}
+}
+
 // TestSessionAcrossTwoAliasesMovesNothing: a coding client sends one
 // session id to its main and its small model, two aliases on different
 // backends; going back and forth between them is no move.
@@ -357,45 +381,5 @@ func BenchmarkAcquire(b *testing.B) {
 				l.Done(Succeeded, "")
 			}
 		})
-	}
-}
-
-// TestOldSuccessDoesNotBringBackAnOutBackend: an exchange that began
-// before its backend went out and succeeds after says nothing of the
-// backend now: it stays out, and gets no request, until a probe brings it
-// back. (Under load, such late successes revived a killed backend in
-// server's TestPoolFailoverUnderLoad, which then sent it requests.)
-func TestOldSuccessDoesNotBringBackAnOutBackend(t *testing.T) {
-	probeOK := false
-	bl := New(poolConfig(t, []float64{1, 1}, "", "router_settings: {allowed_fails: 1, cooldown_time: 60}\n"), Options{
-		Probe: func(context.Context, config.Route) error {
-			if probeOK {
-				return nil
-			}
-			return errors.New("connection refused")
-		},
-	})
-	b0, b1 := bl.backends[0], bl.backends[1]
-	onB0 := Request{Alias: "coder", Tried: []*Backend{b1}} // b1 tried: b0 it is
-	old, failing := acquire(t, bl, onB0), acquire(t, bl, onB0)
-	if old.Backend != b0 || failing.Backend != b0 {
-		t.Fatal("the requests did not go to backend 0")
-	}
-	failing.Done(Failed, "backend unreachable")
-	old.Done(Succeeded, "")
-	if st := bl.Snapshot()[0]; st.State != "cooling" {
-		t.Fatalf("after a success that began before the failure: %s, want cooling", st.State)
-	}
-	for i := range 20 {
-		l := acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("k", i)})
-		if l.Backend == b0 {
-			t.Fatal("the backend that went out got a request")
-		}
-		l.Done(Succeeded, "")
-	}
-	probeOK = true
-	bl.ProbeNow(context.Background())
-	if st := bl.Snapshot()[0]; st.State != "healthy" {
-		t.Fatalf("after a good probe: %s", st.State)
 	}
 }

@@ -47,8 +47,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	s.translatedJSON(w, r, x, messagesFormat, func(b []byte) ([]byte, *chat.Usage, error) {
 		if x.route.Protocol == config.ProtocolMessages {
 			// The backend answered in the Messages format: only the model changes.
-			out, err := translate.ChatResponseModel(b, x.alias)
-			return out, translate.MessagesUsage(b), err
+			return translate.MessagesResponseModel(b, x.alias)
 		}
 		return translate.ChatToMessagesWithUsage(b, x.alias)
 	})
@@ -71,6 +70,8 @@ func (s *Server) translatedJSON(w http.ResponseWriter, r *http.Request, x *excha
 
 // answerJSON reads a non-stream answer whole, puts it through answer
 // (which also returns the backend's usage) and writes the result as JSON.
+// answer's result never shares the memory of its input: once written it
+// goes back to bufpool.
 // A failed read goes to readFailed; a body answer cannot read is a 502 in
 // format f saying it is not what (the format the backend should speak).
 func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.Response, f format, what string, readFailed func(error), answer func(body []byte) ([]byte, *chat.Usage, error)) {
@@ -91,6 +92,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.R
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.Write(out)
+	bufpool.Put(out) // written: the response writer keeps no reference
 }
 
 // translatedBackendError answers a failed backend exchange on an endpoint

@@ -371,18 +371,25 @@ type member struct {
 type object struct {
 	open    int // offset of '{'
 	members int
-	named   map[string]member
 	list    []member      // the wanted members in body order, repeats included
 	msgs    []chatMessage // the messages array, when scanned
 }
 
+// get returns the last wanted member of that name. A request has a dozen
+// members at most: a search of the list is faster than a map, which cost
+// each scan an allocation and its growth.
 func (o *object) get(name string) (member, bool) {
-	m, ok := o.named[name]
-	return m, ok
+	for i := len(o.list) - 1; i >= 0; i-- {
+		if o.list[i].name == name {
+			return o.list[i], true
+		}
+	}
+	return member{}, false
 }
 
 // scanObject reads a JSON object's top-level members, remembering those
-// that want names (the last one of a repeated name). The whole body is
+// that want names (every one when want is nil; get finds the last one of
+// a repeated name). The whole body is
 // validated, in one pass (see scanner): with messages set, an
 // array-valued "messages" member is scanned into object.msgs on the way.
 func scanObject(body []byte, messages bool, want func(string) bool) (object, error) {
@@ -399,16 +406,16 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 		return o, invalidf("request body: must be a JSON object")
 	}
 	o.open = sc.i
-	o.named = make(map[string]member, 5)
+	if want == nil {
+		o.list = make([]member, 0, 16) // a request's members, in one allocation
+	}
 	err := sc.members(func(raw []byte) error {
 		// raw is a slice of body: the difference of capacities is its offset.
 		keyStart := cap(body) - cap(raw)
 		o.members++
-		var name string
-		if bytes.IndexByte(raw, '\\') < 0 {
-			name = string(raw[1 : len(raw)-1])
-		} else if err := json.Unmarshal(raw, &name); err != nil {
-			return decodeError(err)
+		name, err := memberName(raw)
+		if err != nil {
+			return err
 		}
 		if messages && name == "messages" && sc.ws() == '[' {
 			start := sc.i
@@ -417,19 +424,15 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 				return err
 			}
 			o.msgs = msgs
-			m := member{value: body[start:sc.i], start: start, end: sc.i, name: name, keyStart: keyStart}
-			o.named[name] = m
-			o.list = append(o.list, m)
+			o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: name, keyStart: keyStart})
 			return nil
 		}
 		v, err := sc.value()
 		if err != nil {
 			return err
 		}
-		if want(name) {
-			m := member{value: v, start: sc.i - len(v), end: sc.i, name: name, keyStart: keyStart}
-			o.named[name] = m
-			o.list = append(o.list, m)
+		if want == nil || want(name) {
+			o.list = append(o.list, member{value: v, start: sc.i - len(v), end: sc.i, name: name, keyStart: keyStart})
 		}
 		return nil
 	})
@@ -440,6 +443,18 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 		return o, invalidf("request body: data after the JSON object")
 	}
 	return o, nil
+}
+
+// memberName returns the name of a member, raw as in the body (quoted).
+func memberName(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return "", decodeError(err)
+	}
+	return name, nil
 }
 
 // edit replaces body[start:end] with repl.

@@ -28,7 +28,7 @@ import (
 // beyond model is the backend's to judge. BackendRequest.Stream is the
 // request's stream flag.
 func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
-	top, err := scanObject(body, false, func(string) bool { return true })
+	top, err := scanObject(body, false, nil)
 	if err != nil {
 		return BackendRequest{}, err
 	}

@@ -201,13 +201,19 @@ func ChatResponseModel(chatBody []byte, alias string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("translate: backend response is not a JSON object: %w", err)
 	}
+	return withModel(chatBody, &top, alias), nil
+}
+
+// withModel returns a copy of the scanned object body (its model member
+// wanted) whose model is alias: in place of the body's, or first.
+func withModel(body []byte, top *object, alias string) []byte {
 	q, _ := jsontext.AppendQuote(nil, alias)
 	if m, ok := top.get("model"); ok {
-		return splice(chatBody, []edit{{m.start, m.end, q}}), nil
+		return splice(body, []edit{{m.start, m.end, q}})
 	}
 	ins := append(append([]byte(`"model":`), q...), ',')
 	if top.members == 0 {
 		ins = ins[:len(ins)-1]
 	}
-	return splice(chatBody, []edit{{top.open + 1, top.open + 1, ins}}), nil
+	return splice(body, []edit{{top.open + 1, top.open + 1, ins}})
 }

@@ -20,11 +20,14 @@ import (
 // Content-Length, on one kept-alive connection.
 func TestBodiesArriveWhole(t *testing.T) {
 	var conns atomic.Int32
-	var got []byte
-	var length int64
+	type received struct {
+		body   []byte
+		length int64
+	}
+	seen := make(chan received, 1)
 	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ = io.ReadAll(r.Body)
-		length = r.ContentLength
+		b, _ := io.ReadAll(r.Body)
+		seen <- received{b, r.ContentLength}
 		w.Write([]byte(`{}`))
 	}), &conns)
 	pool := upstream.NewPool()
@@ -39,8 +42,8 @@ func TestBodiesArriveWhole(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if !bytes.Equal(got, body) || length != int64(n) {
-			t.Fatalf("%d bytes sent: the backend read %d, Content-Length %d", n, len(got), length)
+		if got := <-seen; !bytes.Equal(got.body, body) || got.length != int64(n) {
+			t.Fatalf("%d bytes sent: the backend read %d, Content-Length %d", n, len(got.body), got.length)
 		}
 	}
 	if n := conns.Load(); n != 1 {

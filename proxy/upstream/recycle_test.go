@@ -17,9 +17,10 @@ import (
 // backend has read it; the backend saw every byte.
 func TestRecycleAfterTheBodyIsSent(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789"), 6000)
-	var got []byte
+	read := make(chan []byte, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ = io.ReadAll(r.Body)
+		b, _ := io.ReadAll(r.Body)
+		read <- b
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer srv.Close()
@@ -34,7 +35,7 @@ func TestRecycleAfterTheBodyIsSent(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if !bytes.Equal(got, body) {
+		if got := <-read; !bytes.Equal(got, body) {
 			t.Fatalf("backend read %d bytes, want %d", len(got), len(body))
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 )
@@ -149,38 +149,6 @@ func (p *Pool) client(base string) *http.Client {
 	return c
 }
 
-var dialer = directDialer{&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
-
-// directDialer dials the backend connections as directConns.
-type directDialer struct{ *net.Dialer }
-
-func (d directDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return directConn{c}, nil
-}
-
-// directConn is a backend connection that takes a request body of Do
-// straight from its memory. The transport copies a body with a known
-// length through a fresh 32 KB buffer, a write per 32 KB, after the
-// write that carries the headers (and the body's first bytes, which fill
-// its write buffer); a directConn is handed the rest of the body
-// (io.ReaderFrom) and writes it whole, in one write, without a copy.
-type directConn struct{ net.Conn }
-
-func (c directConn) ReadFrom(r io.Reader) (int64, error) {
-	if lr, ok := r.(*io.LimitedReader); ok {
-		if br, ok := lr.R.(*bodyReader); ok {
-			n, err := br.writeTo(c.Conn, lr.N)
-			lr.N -= n
-			return n, err
-		}
-	}
-	return io.Copy(c.Conn, r)
-}
-
 // Response is a backend's 2xx answer. Its Body enforces the timeouts of the
 // call; Close releases everything.
 type Response struct {
@@ -292,6 +260,9 @@ func (r *bodyRef) release() {
 
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
 	body, _ := ref.reader() // the first: the body is there
+	if len(c.Body) > 0 && c.Open == nil {
+		ctx = body.carried(ctx)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {
 		body.Close()
@@ -351,10 +322,12 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 // bodyReader reads a request body and lets it go at its end, or when the
 // transport closes it (from another goroutine, maybe while it reads).
 type bodyReader struct {
-	mu   sync.Mutex
-	b    []byte
-	ref  *bodyRef
-	done bool
+	mu      sync.Mutex
+	b       []byte
+	ref     *bodyRef
+	done    bool
+	started bool // some of it was read
+	trace   httptrace.ClientTrace
 }
 
 func (r *bodyReader) Read(p []byte) (int, error) {
@@ -367,24 +340,8 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, r.b)
 	r.b = r.b[n:]
+	r.started = true
 	return n, nil
-}
-
-// writeTo writes at most max bytes of what is left of the body to w, in
-// one write. The body is held while it is written: a Close meanwhile (the
-// transport's, from another goroutine) does not let it go under the write.
-func (r *bodyReader) writeTo(w io.Writer, max int64) (int64, error) {
-	r.mu.Lock()
-	b := r.b
-	if int64(len(b)) > max {
-		b = b[:max]
-	}
-	r.b = r.b[len(b):]
-	r.ref.hold()
-	r.mu.Unlock()
-	defer r.ref.release()
-	n, err := w.Write(b)
-	return int64(n), err
 }
 
 func (r *bodyReader) Close() error {
