@@ -280,8 +280,12 @@ func (res *results) metricsGoals() []goal {
 	var smallest time.Duration
 	for _, m := range res.metrics {
 		got := fmt.Sprintf("%s (%s on − off; A/A %s; load %s–%s)", m.shareCI(m.diff), us(m.diff.med), m.shareCI(m.aa), m.load[0], m.load[1])
-		if !m.met() && !m.resolved() {
+		switch {
+		case m.met():
+		case !m.resolved():
 			got += "; not resolved: the interval is wider than ±3 %"
+		default:
+			got += "; the interval reaches past ±3 %"
 		}
 		g = append(g, goal{"metrics on vs off, Δ added p50 (issue 15, " + m.name + ")", "95 % CI within ±3 % of the added p50", got, m.met()})
 		if added := m.added(); added > 0 && (smallest == 0 || added < smallest) {
