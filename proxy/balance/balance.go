@@ -155,6 +155,7 @@ type Backend struct {
 	lastErr     string
 	lastRequest time.Time
 	lastSuccess time.Time
+	outs        uint64 // times failures took it out
 	requests    uint64
 	failures    uint64
 }
@@ -302,6 +303,7 @@ type Lease struct {
 	Waited   time.Duration // in the backend's queue
 
 	bl   *Balancer
+	outs uint64 // the backend's outs when the lease was taken
 	once sync.Once
 }
 
@@ -352,7 +354,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 			b.inflight++
 			b.requests++
 			bl.mu.Unlock()
-			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl}, nil
+			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: b.outs}, nil
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
 		b.queue = append(b.queue, w)
@@ -379,7 +381,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 			}
 			if err == nil {
 				bl.mu.Unlock()
-				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl}, nil
+				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: b.outs}, nil
 			}
 			// The slot came with the timeout or the cancel: pass it on.
 			bl.release(b)
@@ -408,10 +410,15 @@ func (l *Lease) Done(res Result, detail string) {
 		b := l.Backend
 		switch res {
 		case Succeeded:
-			b.fails = 0
 			b.lastSuccess = bl.now()
-			if b.state != Healthy {
-				bl.setState(b, Healthy)
+			// A request that began before failures took the backend out
+			// says nothing of it now: under load its end can come after
+			// theirs, and must not bring back a backend that is down.
+			if l.outs == b.outs {
+				b.fails = 0
+				if b.state != Healthy {
+					bl.setState(b, Healthy)
+				}
 			}
 		case Failed:
 			bl.fail(b, detail)
@@ -426,6 +433,7 @@ func (bl *Balancer) fail(b *Backend, detail string) {
 	b.failures++
 	b.lastErr = detail
 	if b.fails >= bl.settings.AllowedFails {
+		b.outs++
 		b.coolUntil = bl.now().Add(bl.settings.CooldownTime)
 		if b.state != Cooling {
 			bl.setState(b, Cooling)

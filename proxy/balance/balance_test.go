@@ -305,6 +305,30 @@ func TestSharedBackendAcrossAliases(t *testing.T) {
 	}
 }
 
+// TestLateSuccessKeepsABackendOut: a request that began before its
+// backend failed, and ends well after the failures took it out, does not
+// bring it back (seen under load in TestPoolFailoverUnderLoad: the
+// cooling backend was sent requests).
+func TestLateSuccessKeepsABackendOut(t *testing.T) {
+	bl := New(poolConfig(t, []float64{1}, "", "router_settings: {allowed_fails: 2, cooldown_time: 60}\n"), Options{
+		Probe: func(context.Context, config.Route) error { return errors.New("connection refused") },
+	})
+	early := acquire(t, bl, Request{Alias: "coder"})
+	for range 2 {
+		acquire(t, bl, Request{Alias: "coder"}).Done(Failed, "backend unreachable")
+	}
+	early.Done(Succeeded, "")
+	if st := bl.Snapshot()[0]; st.State != "cooling" {
+		t.Fatalf("after a late success: %s, want cooling", st.State)
+	}
+	// A request sent while it is out (the pool has no other backend) and
+	// answered does bring it back.
+	acquire(t, bl, Request{Alias: "coder"}).Done(Succeeded, "")
+	if st := bl.Snapshot()[0]; st.State != "healthy" {
+		t.Fatalf("after a success while out: %s, want healthy", st.State)
+	}
+}
+
 // TestSessionAcrossTwoAliasesMovesNothing: a coding client sends one
 // session id to its main and its small model, two aliases on different
 // backends; going back and forth between them is no move.

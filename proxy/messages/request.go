@@ -183,52 +183,23 @@ func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		k := dec.PeekKind()
 		switch string(name) {
 		case `"type"`:
-			if k == '"' {
-				err = json.UnmarshalDecode(dec, &b.Type)
-			} else {
-				err = dec.SkipValue()
-			}
+			err = decodeIf(dec, k == '"', &b.Type)
 		case `"text"`:
 			err = json.UnmarshalDecode(dec, &b.Text)
 		case `"input"`:
 			err = json.UnmarshalDecode(dec, &b.Input)
 		case `"source"`:
-			if k == '{' {
-				err = json.UnmarshalDecode(dec, &b.Source)
-			} else {
-				b.Source = nil
-				err = dec.SkipValue()
-			}
+			err = decodeIf(dec, k == '{', &b.Source)
 		case `"content"`:
-			if k == '"' || k == '[' {
-				err = json.UnmarshalDecode(dec, &b.Content)
-			} else {
-				b.Content = nil
-				err = dec.SkipValue()
-			}
-		case `"id"`, `"name"`, `"tool_use_id"`:
-			var dst *string
-			switch string(name) {
-			case `"id"`:
-				dst = &b.ID
-			case `"name"`:
-				dst = &b.Name
-			default:
-				dst = &b.ToolUseID
-			}
-			if k == '"' {
-				err = json.UnmarshalDecode(dec, dst)
-			} else {
-				*dst = ""
-				err = dec.SkipValue()
-			}
+			err = decodeIf(dec, k == '"' || k == '[', &b.Content)
+		case `"id"`:
+			err = decodeIf(dec, k == '"', &b.ID)
+		case `"name"`:
+			err = decodeIf(dec, k == '"', &b.Name)
+		case `"tool_use_id"`:
+			err = decodeIf(dec, k == '"', &b.ToolUseID)
 		case `"is_error"`:
-			if k == 't' || k == 'f' {
-				err = json.UnmarshalDecode(dec, &b.IsError)
-			} else {
-				b.IsError = false
-				err = dec.SkipValue()
-			}
+			err = decodeIf(dec, k == 't' || k == 'f', &b.IsError)
 		default:
 			err = dec.SkipValue()
 		}
@@ -238,4 +209,15 @@ func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	_, err := dec.ReadToken()
 	return err
+}
+
+// decodeIf decodes the next value into dst if it is of the expected kind
+// (fits), and otherwise skips it, leaving dst zero.
+func decodeIf[T any](dec *jsontext.Decoder, fits bool, dst *T) error {
+	if fits {
+		return json.UnmarshalDecode(dec, dst)
+	}
+	var zero T
+	*dst = zero
+	return dec.SkipValue()
 }

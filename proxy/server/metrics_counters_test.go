@@ -270,14 +270,9 @@ func TestMetricsQueueWait(t *testing.T) {
 // TestMetricsCachedAndReasoningTokens: the usage a backend reports,
 // cached prompt tokens and reasoning tokens included, is counted per kind.
 func TestMetricsCachedAndReasoningTokens(t *testing.T) {
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],` +
-			`"usage":{"prompt_tokens":100,"completion_tokens":40,"total_tokens":140,"prompt_tokens_details":{"cached_tokens":64},"completion_tokens_details":{"reasoning_tokens":25}}}`))
-	}))
-	defer backend.Close()
-	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + backend.URL + "/v1', api_key: os.environ/TEST_BACKEND_KEY, name: usage}\n"
+	backend := cannedBackend(t, http.StatusOK, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],`+
+		`"usage":{"prompt_tokens":100,"completion_tokens":40,"total_tokens":140,"prompt_tokens_details":{"cached_tokens":64},"completion_tokens_details":{"reasoning_tokens":25}}}`)
+	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + backend + "', api_key: os.environ/TEST_BACKEND_KEY, name: usage}\n"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
 	for i, path := range []string{"/v1/chat/completions", "/v1/messages"} {
 		resp := h.post(path, chatBody(fmt.Sprint("u", i), false))

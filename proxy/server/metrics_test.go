@@ -125,18 +125,13 @@ var families = []string{
 func TestMetricsAfterKnownTraffic(t *testing.T) {
 	backend := httptest.NewServer(stub.New(stub.Options{EventDelay: 30 * time.Millisecond}))
 	defer backend.Close()
-	loading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte(`{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`))
-	}))
-	defer loading.Close()
-	host := func(s *httptest.Server) string { u, _ := url.Parse(s.URL); return u.Host }
+	loading := cannedBackend(t, http.StatusServiceUnavailable, `{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`)
+	host := func(base string) string { u, _ := url.Parse(base); return u.Host }
 	// A backend's label is its name: proxy_params.name, else host:port/model.
-	S, B := host(backend)+"/qwen3-coder", host(loading)+"/big"
+	S, B := host(backend.URL)+"/qwen3-coder", host(loading)+"/big"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: "model_list:\n" +
 		"  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/qwen3-coder\n      api_base: " + backend.URL + "/v1\n      api_key: os.environ/TEST_BACKEND_KEY\n" +
-		"  - model_name: loading-model\n    proxy_params:\n      model: vendorb/big\n      api_base: " + loading.URL + "/v1\n      api_key: os.environ/TEST_BACKEND_KEY\n      num_retries: 0\n"})
+		"  - model_name: loading-model\n    proxy_params:\n      model: vendorb/big\n      api_base: " + loading + "\n      api_key: os.environ/TEST_BACKEND_KEY\n      num_retries: 0\n"})
 
 	mfs := scrape(t, h.proxy.URL)
 	for _, f := range families {
@@ -247,16 +242,16 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 	checkSeries(t, mfs, "dragoman_request_duration_seconds", byEndpoint(2, 1, 1))
 	checkSeries(t, mfs, "dragoman_time_to_first_token_seconds", byEndpoint(1, 0, 1)) // the two streams
 	checkSeries(t, mfs, "dragoman_output_tokens_per_second", perRoute(1, 0))         // the stream read to its end
-	checkSeries(t, mfs, "dragoman_tokens_total", map[string]float64{
-		"alias=claude-opus-5-5,backend=" + S + ",kind=input":      float64(msg.Usage.InputTokens + chatUsage.PromptTokens),
-		"alias=claude-opus-5-5,backend=" + S + ",kind=output":     float64(msg.Usage.OutputTokens + chatUsage.CompletionTokens),
-		"alias=claude-opus-5-5,backend=" + S + ",kind=cache_read": 0,
-		"alias=claude-opus-5-5,backend=" + S + ",kind=reasoning":  0,
-		"alias=loading-model,backend=" + B + ",kind=input":        0,
-		"alias=loading-model,backend=" + B + ",kind=output":       0,
-		"alias=loading-model,backend=" + B + ",kind=cache_read":   0,
-		"alias=loading-model,backend=" + B + ",kind=reasoning":    0,
-	})
+	// Input and output tokens per route; no cached or reasoning tokens.
+	tokens := map[string]float64{}
+	for route, n := range map[string][2]int{
+		"alias=claude-opus-5-5,backend=" + S: {msg.Usage.InputTokens + chatUsage.PromptTokens, msg.Usage.OutputTokens + chatUsage.CompletionTokens},
+		"alias=loading-model,backend=" + B:   {0, 0},
+	} {
+		tokens[route+",kind=input"], tokens[route+",kind=output"] = float64(n[0]), float64(n[1])
+		tokens[route+",kind=cache_read"], tokens[route+",kind=reasoning"] = 0, 0
+	}
+	checkSeries(t, mfs, "dragoman_tokens_total", tokens)
 	info := series(mfs, "dragoman_build_info")
 	if len(info) != 1 || !strings.HasPrefix(slices.Collect(maps.Keys(info))[0], "goversion=go") {
 		t.Errorf("dragoman_build_info: %v", info)

@@ -24,13 +24,12 @@ type errorBody struct {
 
 func readError(t *testing.T, resp *http.Response) (int, errorBody, string) {
 	t.Helper()
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := drain(t, resp)
 	var e errorBody
-	if err := json.Unmarshal(b, &e); err != nil {
+	if err := json.Unmarshal([]byte(b), &e); err != nil {
 		t.Fatalf("%d: not a JSON error: %s", resp.StatusCode, b)
 	}
-	return resp.StatusCode, e, string(b)
+	return resp.StatusCode, e, b
 }
 
 // TestOverflowEachServerWordingBothEndpoints sends a request to a backend

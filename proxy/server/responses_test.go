@@ -148,11 +148,18 @@ func TestResponsesSDKFunctionToolRoundTrip(t *testing.T) {
 // output it got.
 func answerWeatherCall(t *testing.T, c openai.Client, call responses.ResponseFunctionToolCall) {
 	t.Helper()
+	answerWeather(t, c, responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())}, call.CallID)
+}
+
+// answerWeather is answerWeatherCall for a call item written by the
+// client (callID its call_id).
+func answerWeather(t *testing.T, c openai.Client, call responses.ResponseInputItemUnionParam, callID string) {
+	t.Helper()
 	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
-	out.OfFunctionCallOutput.CallID = openai.String(call.CallID) // the SDK's helper leaves it to the caller
+	out.OfFunctionCallOutput.CallID = openai.String(callID) // the SDK's helper leaves it to the caller
 	second, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
 		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
-		responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(call.ToParam())},
+		call,
 		out,
 	)})
 	if err != nil {
@@ -163,22 +170,12 @@ func answerWeatherCall(t *testing.T, c openai.Client, call responses.ResponseFun
 	}
 }
 
+// TestResponsesSDKFunctionToolResultTurn: a tool result turn whose call
+// the client wrote itself (not one the proxy answered).
 func TestResponsesSDKFunctionToolResultTurn(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	c := h.responsesClient(clientKey)
-	out := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 C")
-	out.OfFunctionCallOutput.CallID = openai.String("call_stub_1")
-	resp, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "local-model", Tools: []responses.ToolUnionParam{weatherTool}, Input: itemsInput(
-		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
-		responses.ResponseInputItemParamOfFunctionCall(`{"city":"Paris"}`, "call_stub_1", "get_weather"),
-		out,
-	)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.OutputText(); got != "Got the tool result: Sunny, 21 C" {
-		t.Errorf("answer %q", got)
-	}
+	call := responses.ResponseInputItemParamOfFunctionCall(`{"city":"Paris"}`, "call_stub_1", "get_weather")
+	answerWeather(t, h.responsesClient(clientKey), call, "call_stub_1")
 }
 
 func TestResponsesSDKParallelCalls(t *testing.T) {

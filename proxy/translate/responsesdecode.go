@@ -51,7 +51,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return false
 			}
 			if k == '[' {
-				req.Input.Items = make([]responses.Item, 0, 16)
+				req.Input.Items = make([]responses.Item, 0, 8)
 				return d.elements(func() bool {
 					req.Input.Items = append(req.Input.Items, responses.Item{})
 					return d.responsesItem(&req.Input.Items[len(req.Input.Items)-1])

@@ -271,15 +271,22 @@ func (s *scanner) str() error {
 			break
 		}
 	}
+	// q is the next quote at or after j: found once, and found again only
+	// when an escape has gone past it (\"), so that text with many escapes
+	// and few quotes is searched once, not once per escape.
+	q := -1
 	for {
-		q := bytes.IndexByte(b[j:], '"')
-		if q < 0 {
-			if k := checkText(b[j:]); k >= 0 {
-				return s.textError(j + k)
+		if q < j {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				if k := checkText(b[j:]); k >= 0 {
+					return s.textError(j + k)
+				}
+				return s.eof()
 			}
-			return s.eof()
+			q = j + k
 		}
-		seg := b[j : j+q]
+		seg := b[j:q]
 		bs := bytes.IndexByte(seg, '\\')
 		if bs >= 0 {
 			seg = seg[:bs]
@@ -288,7 +295,7 @@ func (s *scanner) str() error {
 			return s.textError(j + k)
 		}
 		if bs < 0 {
-			s.i = j + q + 1
+			s.i = q + 1
 			return nil
 		}
 		j += bs

@@ -166,8 +166,12 @@ func chatPair(msgBody []byte) (backend, client []byte, err error) {
 }
 
 // curveCase makes a kase (direct and floor take Chat; Dragoman the api's
-// own format) from a Messages request.
-func curveCase(name, api string, msgBody []byte, stream bool, h map[string][]string) (*kase, error) {
+// own format) from the Messages request of that shape (messagesBody).
+func (fb *fixtureBody) curveCase(name, api string, size int, small bool, tools int, stream bool, h map[string][]string) (*kase, error) {
+	msgBody, err := fb.messagesBody(size, small, tools, stream)
+	if err != nil {
+		return nil, err
+	}
 	backend, client, err := chatPair(msgBody)
 	if err != nil {
 		return nil, err

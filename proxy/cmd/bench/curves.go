@@ -164,11 +164,7 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 			for _, api := range []string{"chat", "messages"} {
 				c := curve{api: api}
 				for _, s := range sizes {
-					body, err := fb.messagesBody(s.bytes, s.small, 0, false)
-					if err != nil {
-						return nil, err
-					}
-					k, err := curveCase(api+" "+s.label, api, body, false, header)
+					k, err := fb.curveCase(api+" "+s.label, api, s.bytes, s.small, 0, false, header)
 					if err != nil {
 						return nil, err
 					}
@@ -187,11 +183,7 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 			for _, api := range []string{"messages", "chat"} {
 				c := curve{api: api}
 				for _, n := range []int{12, 50, 150} {
-					body, err := fb.messagesBody(0, false, n, false)
-					if err != nil {
-						return nil, err
-					}
-					k, err := curveCase(api+" "+itoa(n)+" tools", api, body, false, header)
+					k, err := fb.curveCase(api+" "+itoa(n)+" tools", api, 0, false, n, false, header)
 					if err != nil {
 						return nil, err
 					}
@@ -207,11 +199,7 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 		}
 		if which["conns"] {
 			progress("curve: throughput against connections (chat 54 KB non-stream)")
-			body, err := fb.messagesBody(0, false, 0, false)
-			if err != nil {
-				return nil, err
-			}
-			k, err := curveCase("chat 54 KB", "chat", body, false, header)
+			k, err := fb.curveCase("chat 54 KB", "chat", 0, false, 0, false, header)
 			if err != nil {
 				return nil, err
 			}
@@ -228,11 +216,7 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 		r.stubURL = ""
 	}
 	if which["streams"] {
-		body, err := fb.messagesBody(0, false, 0, true)
-		if err != nil {
-			return nil, err
-		}
-		k, err := curveCase("messages 54 KB stream", "messages", body, true, header)
+		k, err := fb.curveCase("messages 54 KB stream", "messages", 0, false, 0, true, header)
 		if err != nil {
 			return nil, err
 		}

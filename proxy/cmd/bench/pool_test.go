@@ -44,7 +44,7 @@ func TestPoolGoalFollowsTheUpperBounds(t *testing.T) {
 		{interval{1 * us, -1 * us, 3 * us}, interval{4 * us, 3 * us, 5*us + 1}, false},
 		{interval{5 * us, 5 * us, 5 * us}, interval{5 * us, 5 * us, 5 * us}, true},
 	} {
-		p := &poolResult{lat: [2]interval{c.lat}, cpuDiff: [2]interval{c.cpu}}
+		p := &poolResult{lat: [3]interval{c.lat}, cpuDiff: [3]interval{c.cpu}}
 		if p.met() != c.met || p.goal().met != c.met {
 			t.Errorf("latency %v, CPU %v: met %v, want %v", c.lat, c.cpu, p.met(), c.met)
 		}
