@@ -207,7 +207,7 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		retries:  map[string]uint64{},
 	}
 	if bl.probe == nil {
-		bl.probe = probeModels
+		bl.probe = ProbeModels
 	}
 	if bl.now == nil {
 		bl.now = time.Now
@@ -278,6 +278,15 @@ func (bl *Balancer) Route(alias string) (config.Route, bool) {
 		return config.Route{}, false
 	}
 	return p.members[0].route, true
+}
+
+// First returns an alias's first backend, the one its Route is of; nil
+// for an unknown alias.
+func (bl *Balancer) First(alias string) *Backend {
+	if p := bl.pools[alias]; p != nil {
+		return p.members[0].b
+	}
+	return nil
 }
 
 // Request is what Acquire needs to know of a request.
@@ -353,8 +362,9 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 		if b.hasSlot() && len(b.queue) == 0 {
 			b.inflight++
 			b.requests++
+			outs := b.outs // read under the lock: fail writes it
 			bl.mu.Unlock()
-			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: b.outs}, nil
+			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: outs}, nil
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
 		b.queue = append(b.queue, w)
@@ -380,8 +390,9 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 				bl.hooks.Waited(b, waited, true)
 			}
 			if err == nil {
+				outs := b.outs
 				bl.mu.Unlock()
-				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: b.outs}, nil
+				return &Lease{Backend: b, Route: m.route, Fallback: fallback, Waited: waited, bl: bl, outs: outs}, nil
 			}
 			// The slot came with the timeout or the cancel: pass it on.
 			bl.release(b)

@@ -66,9 +66,9 @@ func (bl *Balancer) probed(b *Backend, err error) {
 
 var probeClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute}}
 
-// probeModels asks GET {api_base}/models and wants a 200: a server that is
+// ProbeModels, the default probe, asks GET {api_base}/models and wants a 200: a server that is
 // loading its model answers 503, one that restarts refuses the connection.
-func probeModels(ctx context.Context, r config.Route) error {
+func ProbeModels(ctx context.Context, r config.Route) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.APIBase+"/models", nil)
 	if err != nil {
 		return err

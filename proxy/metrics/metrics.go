@@ -58,6 +58,10 @@ var (
 // configured alias: the model the client sent is never a label value.
 const Unknown = "unknown"
 
+// Estimated is the backend label of a count_tokens request the proxy
+// answered itself, with its estimate: no backend counted the tokens.
+const Estimated = "estimate"
+
 // DurationBuckets (seconds) reach 600 s: a long prefill on a local model
 // takes minutes.
 var DurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}

@@ -17,6 +17,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -299,10 +300,12 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 		}
 		if ok {
 			n, source = count, "backend"
+			noteBackend(w, s.bal.First(s.poolOf(alias)).Name)
 		}
 	}
 	if source == "estimate" {
 		n = tc.Estimate()
+		noteBackend(w, metrics.Estimated)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Dragoman-Token-Count", source)

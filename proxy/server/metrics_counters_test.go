@@ -75,7 +75,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y.String()})
 	const session = "0c8eb28d-4a3f-4eb6-a37f-000000000001"
 	post := func(text string, stream bool) *http.Response {
-		return h.post("/v1/messages", messagesBody(text, stream), server.SessionHeader, session)
+		return h.post("/v1/messages", coderBody(text, stream), server.SessionHeader, session)
 	}
 	served := func() [2]int64 { return [2]int64{backends[0].served.Load(), backends[1].served.Load()} }
 
@@ -192,7 +192,7 @@ func TestMetricsRetryOn503(t *testing.T) {
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
 	sent := 0
 	for ; refused.Load() < 3 && sent < 200; sent++ {
-		resp := h.post("/v1/chat/completions", chatBody(fmt.Sprint("r", sent), false))
+		resp := h.post("/v1/chat/completions", coderBody(fmt.Sprint("r", sent), false))
 		if body := drain(t, resp); resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d %s", sent, resp.StatusCode, body)
 		}
@@ -220,13 +220,13 @@ func TestMetricsQueueWait(t *testing.T) {
 	b := newPoolBackend(t, stub.Options{Events: 8, EventDelay: 100 * time.Millisecond})
 	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + b.url() + "', api_key: os.environ/TEST_BACKEND_KEY, name: single, max_parallel_requests: 1}\n"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
-	stream := h.post("/v1/messages", messagesBody("hold the slot", true))
+	stream := h.post("/v1/messages", coderBody("hold the slot", true))
 	sc := bufio.NewScanner(stream.Body)
 	for sc.Scan() && !strings.Contains(sc.Text(), "content_block_delta") {
 	}
 	queued := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody("queued", false)))
+		req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(coderBody("queued", false)))
 		req.Header.Set("Authorization", "Bearer "+clientKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -275,7 +275,7 @@ func TestMetricsCachedAndReasoningTokens(t *testing.T) {
 	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + backend + "', api_key: os.environ/TEST_BACKEND_KEY, name: usage}\n"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
 	for i, path := range []string{"/v1/chat/completions", "/v1/messages"} {
-		resp := h.post(path, chatBody(fmt.Sprint("u", i), false))
+		resp := h.post(path, coderBody(fmt.Sprint("u", i), false))
 		if body := drain(t, resp); resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 		}
@@ -319,10 +319,10 @@ func TestMetricsNativeUsage(t *testing.T) {
 		path string
 		body string
 	}{
-		{"/v1/messages", messagesBody("m0", false)},
-		{"/v1/messages", messagesBody("m1", true)},
-		{"/v1/chat/completions", chatBody("c0", false)},
-		{"/v1/chat/completions", chatBody("c1", true)},
+		{"/v1/messages", coderBody("m0", false)},
+		{"/v1/messages", coderBody("m1", true)},
+		{"/v1/chat/completions", coderBody("c0", false)},
+		{"/v1/chat/completions", coderBody("c1", true)},
 	} {
 		resp := h.post(c.path, c.body)
 		if body := drain(t, resp); resp.StatusCode != 200 || !strings.Contains(body, "ok") {

@@ -128,6 +128,14 @@ func noteUsage(w http.ResponseWriter, u *chat.Usage) {
 	}
 }
 
+// noteBackend records the backend that answered, by name; metrics.Estimated
+// when the proxy answered itself.
+func noteBackend(w http.ResponseWriter, name string) {
+	if o := observed(w); o != nil {
+		o.backend = name
+	}
+}
+
 // notePing counts a ping sent to a stream's client.
 func notePing(w http.ResponseWriter) {
 	if o := observed(w); o != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -209,11 +211,9 @@ func (p *poolProxy) post(path, session, body string) (*http.Response, []byte, er
 	return resp, b, err
 }
 
-func chatBody(text string, stream bool) string {
-	return fmt.Sprintf(`{"model":"coder","max_tokens":16,"stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, text)
-}
-
-func messagesBody(text string, stream bool) string {
+// coderBody is a request to the pool "coder" with one user message, valid
+// for both /v1/messages and /v1/chat/completions.
+func coderBody(text string, stream bool) string {
 	return fmt.Sprintf(`{"model":"coder","max_tokens":16,"stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, text)
 }
 
@@ -252,7 +252,7 @@ func TestPoolSimpleShuffleWeights(t *testing.T) {
 	p := newPoolProxy(t, backends, weights, "router_settings: {routing_strategy: simple-shuffle}\n", balance.Options{Rand: rand.New(rand.NewPCG(7, 11))})
 	const n = 3000
 	for i := range n {
-		resp, b, err := p.post("/v1/chat/completions", "", chatBody("hi", false))
+		resp, b, err := p.post("/v1/chat/completions", "", coderBody("hi", false))
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("request %d: %v %s", i, err, b)
 		}
@@ -279,9 +279,9 @@ func TestPoolSessionAffinity(t *testing.T) {
 	for turn := range turns {
 		for s := range sessions {
 			session := fmt.Sprintf("%08x-4a3f-4eb6-a37f-0c8eb28d1106", s*2654435761)
-			path, body := "/v1/messages", messagesBody(fmt.Sprintf("s%d t%d", s, turn), false)
+			path, body := "/v1/messages", coderBody(fmt.Sprintf("s%d t%d", s, turn), false)
 			if turn%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody(fmt.Sprintf("s%d t%d", s, turn), false)
+				path, body = "/v1/chat/completions", coderBody(fmt.Sprintf("s%d t%d", s, turn), false)
 			}
 			resp, b, err := p.post(path, session, body)
 			if err != nil || resp.StatusCode != 200 {
@@ -328,7 +328,7 @@ func TestPoolBoundedLoad(t *testing.T) {
 			session = fmt.Sprint("cold-", i)
 		}
 		wg.Go(func() {
-			resp, b, err := p.post("/v1/messages", session, messagesBody("stream", true))
+			resp, b, err := p.post("/v1/messages", session, coderBody("stream", true))
 			if err != nil || resp.StatusCode != 200 || ssecheck.Check(b) != nil {
 				failed.Add(1)
 			}
@@ -370,9 +370,9 @@ func TestPoolMaxParallel(t *testing.T) {
 	// is working on.
 	for i := range 10 {
 		wg.Go(func() {
-			path, body := "/v1/messages", messagesBody("q", false)
+			path, body := "/v1/messages", coderBody("q", false)
 			if i%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody("q", false)
+				path, body = "/v1/chat/completions", coderBody("q", false)
 			}
 			if resp, _, err := p.post(path, "", body); err == nil && resp.StatusCode == 200 {
 				ok.Add(1)
@@ -389,9 +389,9 @@ func TestPoolMaxParallel(t *testing.T) {
 	shapes := map[string][]byte{}
 	for i := range 8 {
 		wg.Go(func() {
-			path, body := "/v1/messages", messagesBody("q", i%4 < 2)
+			path, body := "/v1/messages", coderBody("q", i%4 < 2)
 			if i%2 == 1 {
-				path, body = "/v1/chat/completions", chatBody("q", i%4 < 2)
+				path, body = "/v1/chat/completions", coderBody("q", i%4 < 2)
 			}
 			resp, b, err := p.post(path, "", body)
 			if err == nil && resp.StatusCode == 429 {
@@ -429,9 +429,9 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	start := time.Now()
 	for i := range 10 {
 		wg.Go(func() {
-			path, body, end := "/v1/messages", messagesBody(fmt.Sprint("s", i), true), "event: message_stop"
+			path, body, end := "/v1/messages", coderBody(fmt.Sprint("s", i), true), "event: message_stop"
 			if i%2 == 1 {
-				path, body, end = "/v1/chat/completions", chatBody(fmt.Sprint("s", i), true), "data: [DONE]"
+				path, body, end = "/v1/chat/completions", coderBody(fmt.Sprint("s", i), true), "data: [DONE]"
 			}
 			resp, got, err := p.post(path, "", body)
 			if err == nil && resp.StatusCode == 200 && bytes.Contains(got, []byte(end)) &&
@@ -463,13 +463,13 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	p = maxParallelProxy(t, b, "0.02")
 	b.peak.Store(0)
 	for i := range 2 {
-		wg.Go(func() { p.post("/v1/chat/completions", "", chatBody(fmt.Sprint("hold", i), true)) })
+		wg.Go(func() { p.post("/v1/chat/completions", "", coderBody(fmt.Sprint("hold", i), true)) })
 	}
 	waitUntil(t, 2*time.Second, "two streams in flight at the backend", func() bool { return b.inflight.Load() == 2 })
 	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
-		body := messagesBody("queued", true)
+		body := coderBody("queued", true)
 		if path == "/v1/chat/completions" {
-			body = chatBody("queued", true)
+			body = coderBody("queued", true)
 		}
 		resp, got, err := p.post(path, "", body)
 		if err != nil {
@@ -494,9 +494,7 @@ func newPoolProxyYAML(t *testing.T, y string, backends []*poolBackend, opts bala
 	t.Helper()
 	cfg := loadConfig(t, y+"general_settings: {enable_vendora_pass_through: true}\n")
 	bal := balance.New(cfg, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go bal.Run(ctx)
+	go bal.Run(t.Context())
 	pool := upstream.NewPool()
 	pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
 	hs := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: pool, Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
@@ -522,9 +520,9 @@ router_settings:
 `, refusedURL(t), refusedURL(t), small.url())
 	p := newPoolProxyYAML(t, y, []*poolBackend{small}, balance.Options{})
 	for i := range 6 {
-		path, body := "/v1/messages", messagesBody(fmt.Sprint("fb", i), i%3 == 0)
+		path, body := "/v1/messages", coderBody(fmt.Sprint("fb", i), i%3 == 0)
 		if i%2 == 1 {
-			path, body = "/v1/chat/completions", chatBody(fmt.Sprint("fb", i), i%3 == 0)
+			path, body = "/v1/chat/completions", coderBody(fmt.Sprint("fb", i), i%3 == 0)
 		}
 		resp, b, err := p.post(path, fmt.Sprint("session-", i), body)
 		if err != nil || resp.StatusCode != 200 {
@@ -551,12 +549,37 @@ router_settings:
 // TestPoolFailoverUnderLoad: 32 clients stream through a pool of 3; one
 // backend is killed mid-run. No request that had not reached it fails; the
 // streams on it end with a clean error event; it gets no request while
-// cooling; restarted, a probe brings it back within health_check_interval
-// and its sessions return to it.
+// cooling; restarted, the first probe after the restart that gets an
+// answer brings it back, and its sessions return to it.
+//
+// Under load the probes' timing is not the test's to assert: a probe may
+// start late, or outlast its own limit (health_check_interval) and fail.
+// So the test records each probe of the killed backend and asserts on
+// them, not on a wall-clock bound (it had "back within the interval plus
+// 200 ms", which failed at load ~20).
 func TestPoolFailoverUnderLoad(t *testing.T) {
 	backends := threeBackends(t, stub.Options{EventDelay: 20 * time.Millisecond, Events: 6})
 	const interval = 300 * time.Millisecond
-	p := newPoolProxy(t, backends, []float64{1, 1, 1}, "router_settings: {health_check_interval: 0.3, cooldown_time: 60}\n", balance.Options{})
+	const victim = 0
+	type probe struct {
+		start time.Time
+		err   error
+	}
+	var (
+		probesMu sync.Mutex
+		probes   []probe // of the victim
+	)
+	probeVictim := func(ctx context.Context, r config.Route) error {
+		start := time.Now()
+		err := balance.ProbeModels(ctx, r)
+		if r.APIBase == backends[victim].url() {
+			probesMu.Lock()
+			probes = append(probes, probe{start, err})
+			probesMu.Unlock()
+		}
+		return err
+	}
+	p := newPoolProxy(t, backends, []float64{1, 1, 1}, fmt.Sprintf("router_settings: {health_check_interval: %g, cooldown_time: 60}\n", interval.Seconds()), balance.Options{Probe: probeVictim})
 	const clients = 32
 	session := func(c int) string { return fmt.Sprintf("client-%02d-session", c) }
 	// Each session's home, asked one at a time (no load to move it).
@@ -564,7 +587,7 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		out := make([]int, clients)
 		for c := range clients {
 			text := fmt.Sprintf("%s c%d", round, c)
-			if resp, b, err := p.post("/v1/messages", session(c), messagesBody(text, false)); err != nil || resp.StatusCode != 200 {
+			if resp, b, err := p.post("/v1/messages", session(c), coderBody(text, false)); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("%s: %v %s", text, err, b)
 			}
 			out[c] = p.servedBy()(text)
@@ -572,7 +595,6 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		return out
 	}
 	before := home("before")
-	const victim = 0
 	onVictim := 0
 	for _, h := range before {
 		if h == victim {
@@ -599,7 +621,7 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; !stop.Load(); n++ {
 				text := fmt.Sprintf("load c%d n%d", c, n)
-				resp, b, err := p.post("/v1/messages", session(c), messagesBody(text, true))
+				resp, b, err := p.post("/v1/messages", session(c), coderBody(text, true))
 				r := result{text: text, body: b, err: err}
 				if resp != nil {
 					r.status = resp.StatusCode
@@ -621,10 +643,31 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 	}
 	backends[victim].restart()
 	restartedAt := time.Now()
-	waitUntil(t, 5*time.Second, "the restarted backend healthy", func() bool { return p.bal.Snapshot()[victim].State == "healthy" })
+	waitUntil(t, 100*interval, "the restarted backend healthy", func() bool { return p.bal.Snapshot()[victim].State == "healthy" })
 	back := time.Since(restartedAt)
-	if back > interval+200*time.Millisecond {
-		t.Errorf("back %s after the restart, want within health_check_interval (%s)", back, interval)
+	// The probes that started after the restart: each one before the
+	// first that got an answer ran out of its time; that one succeeded.
+	probesMu.Lock()
+	var sinceRestart []probe
+	for _, pr := range probes {
+		if pr.start.After(restartedAt) {
+			sinceRestart = append(sinceRestart, pr)
+		}
+	}
+	probesMu.Unlock()
+	for i, pr := range sinceRestart {
+		if pr.err == nil {
+			break
+		}
+		if !errors.Is(pr.err, context.DeadlineExceeded) {
+			t.Errorf("probe %d after the restart failed with %v, want the first answered probe to bring the backend back", i, pr.err)
+		}
+		if i == len(sinceRestart)-1 {
+			t.Errorf("no probe after the restart succeeded, yet the backend is healthy: %v", sinceRestart)
+		}
+	}
+	if len(sinceRestart) == 0 {
+		t.Error("the backend came back without a probe after its restart")
 	}
 	time.Sleep(300 * time.Millisecond)
 	stop.Store(true)
@@ -680,7 +723,7 @@ func TestPoolBackendsAndReadyz(t *testing.T) {
 		t.Fatalf("/backends without the key: %v %v", err, resp.Status)
 	}
 	resp.Body.Close()
-	if resp, _, err := p.post("/v1/messages", "s", messagesBody("hello", false)); err != nil || resp.StatusCode != 200 {
+	if resp, _, err := p.post("/v1/messages", "s", coderBody("hello", false)); err != nil || resp.StatusCode != 200 {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, p.url+"/backends", nil)
@@ -733,7 +776,7 @@ func TestPoolBackendsAndReadyz(t *testing.T) {
 	}
 	for i, be := range backends {
 		be.kill()
-		p.post("/v1/chat/completions", "", chatBody("down", false))
+		p.post("/v1/chat/completions", "", coderBody("down", false))
 		want := 200
 		if i == 2 {
 			want = 503

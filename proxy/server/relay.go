@@ -248,10 +248,11 @@ func (p *pinger) fire() {
 		return
 	}
 	p.out = p.ping(p.out[:0])
-	if !p.write(p.out) && p.gone != nil {
+	if p.write(p.out) {
+		notePing(p.w) // a ping the client was sent, not one that failed
+	} else if p.gone != nil {
 		p.gone()
 	}
-	notePing(p.w)
 	p.last = time.Now()
 	p.timer.Reset(p.every)
 }

@@ -68,7 +68,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return true
 		}
 		now := time.Now()
-		if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+		if s.loading(now) {
 			b, _ := fixtures.Backend("error-loading-503.json")
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -114,7 +114,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return true
 		}
 		now := time.Now()
-		if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+		if s.loading(now) {
 			writeMessagesError(w, http.StatusServiceUnavailable, "overloaded_error", "Loading model")
 			return true
 		}

@@ -34,6 +34,7 @@ import (
 type Options struct {
 	ColdStart       time.Duration // the first request waits this long; requests meanwhile wait with it
 	Loading         time.Duration // answer 503 "Loading model" until this long after start
+	LoadingRequests int           // answer 503 "Loading model" to this many first answer requests, whatever the time
 	FirstTokenDelay time.Duration // delay before every answer's first byte
 	EventDelay      time.Duration // delay between stream events
 	Events          int           // stream text in this many events (default 8)
@@ -69,6 +70,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []Request
+	loaded   int       // answer requests that were told "Loading model" under LoadingRequests
 	warmAt   time.Time // when the cold start ends; zero until the first request
 }
 
@@ -215,4 +217,20 @@ func sleep(r *http.Request, d time.Duration) bool {
 	case <-r.Context().Done():
 		return false
 	}
+}
+
+// loading reports whether an answer request arriving at now gets 503
+// "Loading model": within Loading of the start, or among the first
+// LoadingRequests.
+func (s *Server) loading(now time.Time) bool {
+	if s.opts.Loading > 0 && now.Sub(s.started) < s.opts.Loading {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded < s.opts.LoadingRequests {
+		s.loaded++
+		return true
+	}
+	return false
 }

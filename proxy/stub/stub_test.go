@@ -126,6 +126,19 @@ func TestLoadingAnswers503(t *testing.T) {
 	}
 }
 
+func TestLoadingRequestsAnswer503ThenAnswer(t *testing.T) {
+	srv := httptest.NewServer(New(Options{LoadingRequests: 2}))
+	defer srv.Close()
+	for i, want := range []int{503, 503, 200, 200} {
+		resp := post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == 503) != strings.Contains(string(b), "Loading model") {
+			t.Errorf("request %d: %d %s, want %d", i, resp.StatusCode, b, want)
+		}
+	}
+}
+
 func TestColdStartHoldsFirstRequests(t *testing.T) {
 	srv := httptest.NewServer(New(Options{ColdStart: 300 * time.Millisecond}))
 	defer srv.Close()
