@@ -1,18 +1,14 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
-	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -25,24 +21,14 @@ func metricsCostServer(tb testing.TB, on bool) http.Handler {
 	tb.Helper()
 	backend := httptest.NewServer(stub.New(stub.Options{Events: 64}))
 	tb.Cleanup(backend.Close)
-	path := filepath.Join(tb.TempDir(), "config.yaml")
-	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + backend.URL + "/v1', api_key: k}\n" +
-		"general_settings: {enable_vendora_pass_through: true}\n"
-	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cfg := loadConfig(tb, "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '"+backend.URL+"/v1', api_key: k}\n"+
+		"general_settings: {enable_vendora_pass_through: true}\n")
 	var m *metrics.Metrics
 	bal := balance.New(cfg, balance.Options{Hooks: server.MetricsHooks(&m)})
 	if on {
 		m = metrics.New(metrics.Setup{Version: "test", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	go bal.Run(ctx)
+	go bal.Run(tb.Context())
 	return server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal,
 		Logger: slog.New(slog.DiscardHandler), Metrics: m, ServeMetrics: on})
 }

@@ -2,16 +2,11 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +17,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/internal/floorproxy"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
@@ -61,18 +57,9 @@ func BenchmarkNative54KB(b *testing.B) {
 	b.Cleanup(bs.Close)
 	yaml := "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params: {model: vendora/stub-model, api_base: '" + bs.URL + "/v1', api_key: k}\n" +
 		"general_settings: {enable_vendora_pass_through: true}\n"
-	path := filepath.Join(b.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Load(path, os.LookupEnv)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := loadConfig(b, yaml)
 	bal := balance.New(cfg, balance.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	go bal.Run(ctx)
+	go bal.Run(b.Context())
 	dm := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
 	b.Cleanup(dm.Close)
 	forwarded, err := translate.MessagesToMessages(body, func(string) (translate.Target, error) {
@@ -82,15 +69,7 @@ func BenchmarkNative54KB(b *testing.B) {
 		b.Fatal(err)
 	}
 	target, _ := url.Parse(bs.URL)
-	floor := httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        1024,
-			MaxIdleConnsPerHost: 1024,
-			IdleConnTimeout:     90 * time.Second,
-		},
-	})
+	floor := httptest.NewServer(floorproxy.New(target))
 	b.Cleanup(floor.Close)
 	for _, via := range []struct {
 		name string

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,9 +31,7 @@ func BenchmarkPool(b *testing.B) {
 			}
 			cfg := loadConfig(b, y.String()+"general_settings: {enable_vendora_pass_through: true}\n")
 			bal := balance.New(cfg, balance.Options{})
-			ctx, cancel := context.WithCancel(context.Background())
-			b.Cleanup(cancel)
-			go bal.Run(ctx)
+			go bal.Run(b.Context())
 			srv := server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)})
 			proxy := httptest.NewServer(srv)
 			b.Cleanup(proxy.Close)

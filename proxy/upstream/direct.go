@@ -116,14 +116,20 @@ func isHead(p []byte) bool {
 }
 
 // carried returns ctx with a trace that tells the connection the request
-// gets that r is its body.
-func (r *bodyReader) carried(ctx context.Context) context.Context {
-	r.trace.GotConn = func(info httptrace.GotConnInfo) {
+// gets which body of Do it carries: r, or none when r is nil (a body
+// from Call.Open, or no body), so that no connection keeps waiting for a
+// body of an earlier request.
+func carried(ctx context.Context, r *bodyReader) context.Context {
+	trace := &httptrace.ClientTrace{}
+	if r != nil {
+		trace = &r.trace
+	}
+	trace.GotConn = func(info httptrace.GotConnInfo) {
 		if c, ok := info.Conn.(*directConn); ok {
 			c.carry(r)
 		}
 	}
-	return httptrace.WithClientTrace(ctx, &r.trace)
+	return httptrace.WithClientTrace(ctx, trace)
 }
 
 // unread reports whether nothing of the body was read yet.

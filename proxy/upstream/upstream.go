@@ -261,7 +261,9 @@ func (r *bodyRef) release() {
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
 	body, _ := ref.reader() // the first: the body is there
 	if len(c.Body) > 0 && c.Open == nil {
-		ctx = body.carried(ctx)
+		ctx = carried(ctx, body)
+	} else {
+		ctx = carried(ctx, nil)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {

@@ -7,21 +7,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/floorproxy"
 )
 
-// floor runs the no-op reverse proxy that stands for what any Go proxy
-// pays for one extra hop: httputil.ReverseProxy with nothing but the
-// target URL set. Its transport keeps enough idle connections for the
-// bench's 256 concurrent clients (http.DefaultTransport keeps 2 per host,
-// which would make the floor dial under load and flatter every proxy
-// compared with it). It streams text/event-stream answers as they come,
-// as ReverseProxy does by default.
+// floor serves the floor (internal/floorproxy) in front of --backend, with a
+// health check, and with --buffer reading each body whole first.
 func floor(args []string) int {
 	fs := flag.NewFlagSet("bench floor", flag.ContinueOnError)
 	port := fs.Int("port", 4001, "port to listen on (127.0.0.1)")
@@ -35,15 +31,7 @@ func floor(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench floor:", err)
 		return 2
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        1024,
-			MaxIdleConnsPerHost: 1024,
-			IdleConnTimeout:     90 * time.Second,
-		},
-	}
+	rp := floorproxy.New(target)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /debug/goroutines", func(w http.ResponseWriter, _ *http.Request) {
