@@ -8,18 +8,25 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
-	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
 // checkFastDecode decodes body both ways: when the fast decoder takes it,
 // jsonv2 must take it too, with the same result.
 func checkFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	var got, want messages.Request
-	fast = decodeRequestFast(body, &got)
+	return checkFast(t, body, decodeRequestFast)
+}
+
+// checkFast decodes body with the fast decoder fast and with jsonv2: when
+// fast takes it, jsonv2 must take it too, with the same result; when it
+// gives up, it leaves nothing.
+func checkFast[T any](t *testing.T, body []byte, fast func([]byte, *T) bool) (took bool) {
+	t.Helper()
+	var got, want, zero T
+	took = fast(body, &got)
 	err := json.Unmarshal(body, &want, decodeOpts, aliasRaw)
-	if !fast {
-		if !reflect.DeepEqual(got, messages.Request{}) {
+	if !took {
+		if !reflect.DeepEqual(got, zero) {
 			t.Fatalf("%q: the fast decoder gave up but left %+v", body, got)
 		}
 		return false

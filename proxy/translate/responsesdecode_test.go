@@ -1,35 +1,16 @@
 package translate
 
 import (
-	"reflect"
 	"testing"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
-	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
 // checkResponsesFastDecode decodes body both ways: when the fast decoder
 // takes it, jsonv2 must take it too, with the same result.
 func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	var got, want responses.Request
-	fast = decodeResponsesFast(body, &got)
-	err := json.Unmarshal(body, &want, decodeOpts, aliasRaw)
-	if !fast {
-		if !reflect.DeepEqual(got, responses.Request{}) {
-			t.Fatalf("%q: the fast decoder gave up but left %+v", body, got)
-		}
-		return false
-	}
-	if err != nil {
-		t.Fatalf("%q: the fast decoder took a body jsonv2 refuses (%v)", body, err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q: fast decoding differs:\n got %+v\nwant %+v", body, got, want)
-	}
-	return true
+	return checkFast(t, body, decodeResponsesFast)
 }
 
 // responsesUsualShapes: the first samples, which the fast decoder takes.
