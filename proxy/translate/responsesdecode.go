@@ -51,7 +51,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return false
 			}
 			if k == '[' {
-				return fastList(d, &req.Input.Items, 8, d.responsesItem)
+				return list(d, &req.Input.Items, 8, d.responsesItem)
 			}
 			v, ok := d.raw()
 			req.Input.Text = v
@@ -189,7 +189,7 @@ func (d *fastDecoder) responsesContent(c *responses.Content, k byte) bool {
 }
 
 func (d *fastDecoder) responsesParts(dst *[]responses.Part) bool {
-	return fastList(d, dst, 2, d.responsesPart)
+	return list(d, dst, 2, d.responsesPart)
 }
 
 func (d *fastDecoder) responsesPart(p *responses.Part) bool {
@@ -218,20 +218,7 @@ func (d *fastDecoder) responsesPart(p *responses.Part) bool {
 }
 
 func (d *fastDecoder) responsesTools(dst *[]responses.Tool) bool {
-	return fastList(d, dst, 16, d.responsesTool)
-}
-
-// fastList reads the array at the scanner into *dst (not nil, room for
-// capacity elements first), each element by read.
-func fastList[T any](d *fastDecoder, dst *[]T, capacity int, read func(*T) bool) bool {
-	list := make([]T, 0, capacity)
-	ok := d.elements(func() bool {
-		var zero T
-		list = append(list, zero)
-		return read(&list[len(list)-1])
-	})
-	*dst = list
-	return ok
+	return list(d, dst, 16, d.responsesTool)
 }
 
 func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
