@@ -70,17 +70,7 @@ func TestResponsesFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	for _, s := range responsesDecodeSamples[:responsesUsualShapes] {
 		bodies = append(bodies, []byte(s))
 	}
-	took := 0
-	for _, b := range mutated(bodies, inserts, 3000, 13) {
-		if checkResponsesFastDecode(t, b) {
-			took++
-		}
-	}
-	// The fast path must run, or the comparison proves nothing.
-	if took < 1000 {
-		t.Errorf("the fast decoder took %d of 3000 edited bodies, want 1000 or more", took)
-	}
-	t.Logf("the fast decoder took %d of 3000 edited bodies", took)
+	checkMutated(t, bodies, inserts, 13, checkResponsesFastDecode)
 }
 
 // FuzzResponsesFastDecode: wherever the fast decoder takes a body, jsonv2
