@@ -10,22 +10,22 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
-// checkFastDecode checks the Messages fast decoder on body
-// (checkFastDecoder).
+// checkFastDecode decodes body both ways: when the fast decoder takes it,
+// jsonv2 must take it too, with the same result.
 func checkFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	return checkFastDecoder(t, body, decodeRequestFast)
+	return checkFast(t, body, decodeRequestFast)
 }
 
-// checkFastDecoder decodes body both ways: when the fast decoder takes it,
-// jsonv2 must take it too, with the same result; when it gives up, it
-// leaves the request zero.
-func checkFastDecoder[R any](t *testing.T, body []byte, decodeFast func([]byte, *R) bool) (fast bool) {
+// checkFast decodes body with the fast decoder fast and with jsonv2: when
+// fast takes it, jsonv2 must take it too, with the same result; when it
+// gives up, it leaves nothing.
+func checkFast[T any](t *testing.T, body []byte, fast func([]byte, *T) bool) (took bool) {
 	t.Helper()
-	var got, want, zero R
-	fast = decodeFast(body, &got)
+	var got, want, zero T
+	took = fast(body, &got)
 	err := json.Unmarshal(body, &want, decodeOpts, aliasRaw)
-	if !fast {
+	if !took {
 		if !reflect.DeepEqual(got, zero) {
 			t.Fatalf("%q: the fast decoder gave up but left %+v", body, got)
 		}
@@ -82,22 +82,14 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on the real client's request", name)
 		}
 	}
-	checkUsualShapes(t, fastDecodeSamples, usualShapes, checkFastDecode)
-}
-
-// checkUsualShapes checks each sample (check reports whether the fast
-// decoder took it): the fast decoder takes the first usual ones, and
-// leaves the rest to jsonv2.
-func checkUsualShapes(t *testing.T, samples []string, usual int, check func(*testing.T, []byte) bool) {
-	t.Helper()
 	took := 0
-	for _, s := range samples {
-		if check(t, []byte(s)) {
+	for _, s := range fastDecodeSamples {
+		if checkFastDecode(t, []byte(s)) {
 			took++
 		}
 	}
-	if took != usual {
-		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usual)
+	if took != usualShapes {
+		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usualShapes)
 	}
 }
 
@@ -105,21 +97,23 @@ func checkUsualShapes(t *testing.T, samples []string, usual int, check func(*tes
 // result, it agrees with jsonv2.
 func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"text"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"source":{"type":"x"}`, `,"is_error":true`, `,"name":"n"`}
-	bodies := [][]byte{clientBody(t, "02-tool-turn-request.json"), clientBody(t, "03-tool-result-turn.json")}
-	// 1248 of these 3000 when written.
-	checkMutated(t, bodies, fastDecodeSamples[:usualShapes], inserts, 11, checkFastDecode)
-}
-
-// checkMutated checks 3000 random edits (inserts, seed) of bodies and the
-// usual samples with check, which reports whether the fast decoder took
-// the edit. The fast path must run, or the comparison proves nothing:
-// edits that keep the body valid and of the usual shape leave it to the
-// fast decoder.
-func checkMutated(t *testing.T, bodies [][]byte, usual, inserts []string, seed uint64, check func(*testing.T, []byte) bool) {
-	t.Helper()
-	for _, s := range usual {
+	var bodies [][]byte
+	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
+		bodies = append(bodies, clientBody(t, name))
+	}
+	for _, s := range fastDecodeSamples[:usualShapes] {
 		bodies = append(bodies, []byte(s))
 	}
+	// Edits that keep the body valid and of the usual shape leave it to
+	// the fast decoder (1248 of these 3000 when written).
+	checkMutated(t, bodies, inserts, 11, checkFastDecode)
+}
+
+// checkMutated checks 3000 random edits of bodies (mutated, from seed)
+// with check, which reports whether the fast decoder took the body: it
+// must take 1000 or more, or the comparison proves nothing.
+func checkMutated(t *testing.T, bodies [][]byte, inserts []string, seed uint64, check func(*testing.T, []byte) bool) {
+	t.Helper()
 	took := 0
 	for _, b := range mutated(bodies, inserts, 3000, seed) {
 		if check(t, b) {

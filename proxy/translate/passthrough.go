@@ -224,7 +224,8 @@ func NewNativeStream(alias string) *NativeStream {
 }
 
 // SkipStart makes the relay leave out the backend's message_start: the
-// caller already sent one of its own.
+// caller already sent one of its own. Its usage still counts
+// (BackendUsage).
 func (n *NativeStream) SkipStart() { n.skip = true }
 
 // Done reports whether the backend's stream ended (message_stop or an
@@ -283,6 +284,9 @@ func (n *NativeStream) line(dst, line, ending []byte) []byte {
 		return dst
 	}
 	if n.drop {
+		if payload, ok := bytes.CutPrefix(line, dataField); ok && bytes.Equal(n.name, messageStartName) {
+			n.noteUsage(bytes.TrimPrefix(payload, []byte{' '})) // left out, but its input tokens count
+		}
 		return dst
 	}
 	if v, ok := bytes.CutPrefix(line, eventField); ok {

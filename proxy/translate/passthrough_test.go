@@ -226,3 +226,29 @@ func endsWithBlankLine(b []byte) bool {
 	_, ok = cut(rest)
 	return ok || len(rest) == 0
 }
+
+// TestNativeStreamSkippedStartKeepsItsUsage: when the relay leaves out the
+// backend's message_start (a retry in a mixed pool: the client already has
+// one), that event's input-token count still reaches BackendUsage.
+func TestNativeStreamSkippedStartKeepsItsUsage(t *testing.T) {
+	in := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"usage\":{\"input_tokens\":80,\"cache_read_input_tokens\":24,\"output_tokens\":1}}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":28}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, skip := range []bool{false, true} {
+		n := NewNativeStream("alias")
+		if skip {
+			n.SkipStart()
+		}
+		out, err := n.Feed(nil, []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skip == bytes.Contains(out, []byte("message_start")) {
+			t.Errorf("skip=%v: message_start relayed: %v", skip, !skip)
+		}
+		u := n.BackendUsage()
+		if u == nil || u.PromptTokens != 104 || u.CachedTokens() != 24 || u.CompletionTokens != 28 {
+			t.Errorf("skip=%v: usage %+v, want prompt 104 (80 + 24 cached), completion 28", skip, u)
+		}
+	}
+}

@@ -44,11 +44,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return false
 			}
 			if k == '[' {
-				req.Input.Items = make([]responses.Item, 0, 8)
-				return d.elements(func() bool {
-					req.Input.Items = append(req.Input.Items, responses.Item{})
-					return d.responsesItem(&req.Input.Items[len(req.Input.Items)-1])
-				})
+				return list(d, &req.Input.Items, 8, d.responsesItem)
 			}
 			v, ok := d.raw()
 			req.Input.Text = v
@@ -186,13 +182,7 @@ func (d *fastDecoder) responsesContent(c *responses.Content, k byte) bool {
 }
 
 func (d *fastDecoder) responsesParts(dst *[]responses.Part) bool {
-	parts := make([]responses.Part, 0, 2)
-	ok := d.elements(func() bool {
-		parts = append(parts, responses.Part{})
-		return d.responsesPart(&parts[len(parts)-1])
-	})
-	*dst = parts
-	return ok
+	return list(d, dst, 2, d.responsesPart)
 }
 
 func (d *fastDecoder) responsesPart(p *responses.Part) bool {
@@ -221,13 +211,7 @@ func (d *fastDecoder) responsesPart(p *responses.Part) bool {
 }
 
 func (d *fastDecoder) responsesTools(dst *[]responses.Tool) bool {
-	tools := make([]responses.Tool, 0, 16)
-	ok := d.elements(func() bool {
-		tools = append(tools, responses.Tool{})
-		return d.responsesTool(&tools[len(tools)-1])
-	})
-	*dst = tools
-	return ok
+	return list(d, dst, 16, d.responsesTool)
 }
 
 func (d *fastDecoder) responsesTool(t *responses.Tool) bool {

@@ -6,11 +6,11 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
-// checkResponsesFastDecode checks the Responses fast decoder on body
-// (checkFastDecoder).
+// checkResponsesFastDecode decodes body both ways: when the fast decoder
+// takes it, jsonv2 must take it too, with the same result.
 func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	return checkFastDecoder(t, body, decodeResponsesFast)
+	return checkFast(t, body, decodeResponsesFast)
 }
 
 // responsesUsualShapes: the first samples, which the fast decoder takes.
@@ -48,15 +48,29 @@ func TestResponsesFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on Codex's request", name)
 		}
 	}
-	checkUsualShapes(t, responsesDecodeSamples, responsesUsualShapes, checkResponsesFastDecode)
+	took := 0
+	for _, s := range responsesDecodeSamples {
+		if checkResponsesFastDecode(t, []byte(s)) {
+			took++
+		}
+	}
+	if took != responsesUsualShapes {
+		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, responsesUsualShapes)
+	}
 }
 
 // Random edits of the Codex requests and the samples: wherever the fast
 // decoder takes the result, it agrees with jsonv2.
 func TestResponsesFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"message"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"output":"o"`, `,"summary":[]`, `,"name":"n"`, `,"tools":[]`}
-	bodies := [][]byte{codexBody(t, "03-shell-result-turn.json"), codexBody(t, "05-apply-patch-result-turn.json")}
-	checkMutated(t, bodies, responsesDecodeSamples[:responsesUsualShapes], inserts, 13, checkResponsesFastDecode)
+	var bodies [][]byte
+	for _, name := range []string{"03-shell-result-turn.json", "05-apply-patch-result-turn.json"} {
+		bodies = append(bodies, codexBody(t, name))
+	}
+	for _, s := range responsesDecodeSamples[:responsesUsualShapes] {
+		bodies = append(bodies, []byte(s))
+	}
+	checkMutated(t, bodies, inserts, 13, checkResponsesFastDecode)
 }
 
 // FuzzResponsesFastDecode: wherever the fast decoder takes a body, jsonv2

@@ -74,8 +74,7 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 	}
 	setFinish(&out, finish)
 	out.Usage = responsesUsage(resp.Usage)
-	b, err := json.Marshal(&out, jsontext.AllowInvalidUTF8(true))
-	return b, resp.Usage, err
+	return out.AppendJSON(nil), resp.Usage, nil
 }
 
 // newResponse is the response object before its output.

@@ -53,9 +53,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
@@ -114,7 +111,7 @@ func (s *ResponsesStream) Start(dst []byte) []byte {
 	}
 	s.phase = phaseOpen
 	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress)
-	snap, _ := json.Marshal(&r, jsontext.AllowInvalidUTF8(true))
+	snap := r.AppendJSON(nil)
 	dst = s.head(dst, responses.EventCreated)
 	dst = append(dst, `,"response":`...)
 	dst = append(dst, snap...)
@@ -248,7 +245,7 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventOutputItemAdded)
 		dst = s.appendIndex(dst, k)
 		dst = append(dst, `,"item":`...)
-		dst = appendJSON(dst, &item)
+		dst = item.AppendJSON(dst)
 		dst = s.tail(dst)
 	}
 	s.next++
@@ -257,7 +254,7 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventContentPartAdded)
 		dst = s.appendPartRef(dst, i)
 		dst = append(dst, `,"part":`...)
-		dst = appendJSON(dst, ptr(lanePart(l.kind, "")))
+		dst = ptr(lanePart(l.kind, "")).AppendJSON(dst)
 		dst = s.tail(dst)
 	}
 	return s.flush(dst, i)
@@ -312,7 +309,7 @@ func (s *ResponsesStream) closePart(dst []byte, i int) []byte {
 	dst = s.head(dst, responses.EventContentPartDone)
 	dst = s.appendPartRef(dst, i)
 	dst = append(dst, `,"part":`...)
-	dst = appendJSON(dst, ptr(lanePart(l.kind, text)))
+	dst = ptr(lanePart(l.kind, text)).AppendJSON(dst)
 	return s.tail(dst)
 }
 
@@ -350,7 +347,7 @@ func (s *ResponsesStream) closeOpen(dst []byte) []byte {
 	dst = s.head(dst, responses.EventOutputItemDone)
 	dst = s.appendIndex(dst, k)
 	dst = append(dst, `,"item":`...)
-	dst = appendJSON(dst, &item)
+	dst = item.AppendJSON(dst)
 	return s.tail(dst)
 }
 
@@ -394,7 +391,7 @@ func (s *ResponsesStream) snapshot(status string) responses.Response {
 func (s *ResponsesStream) lifecycle(dst []byte, name string, r *responses.Response) []byte {
 	dst = s.head(dst, name)
 	dst = append(dst, `,"response":`...)
-	dst = appendJSON(dst, r)
+	dst = r.AppendJSON(dst)
 	return s.tail(dst)
 }
 
@@ -443,12 +440,4 @@ func (s *ResponsesStream) appendPartRef(dst []byte, i int) []byte {
 	dst = s.appendItemRef(dst, i)
 	dst = append(dst, `,"content_index":`...)
 	return strconv.AppendInt(dst, int64(i-s.items[s.laneItem[i]].first), 10)
-}
-
-func appendJSON(dst []byte, v any) []byte {
-	b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		return append(dst, "null"...)
-	}
-	return append(dst, b...)
 }
