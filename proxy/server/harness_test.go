@@ -204,6 +204,18 @@ func cannedBackend(t testing.TB, status int, body string) string {
 	return srv.URL + "/v1"
 }
 
+// quietServer is the proxy for cfg as bin/proxy builds it, logging
+// nothing: the client key, a fresh pool unless o has one, and bal, its
+// probes running until the test ends. o holds any other options.
+func quietServer(tb testing.TB, cfg *config.Config, bal *balance.Balancer, o server.Options) *server.Server {
+	go bal.Run(tb.Context())
+	o.Keys, o.Balancer, o.Logger = []string{clientKey}, bal, slog.New(slog.DiscardHandler)
+	if o.Pool == nil {
+		o.Pool = upstream.NewPool()
+	}
+	return server.New(cfg, o)
+}
+
 // loadConfig loads a configuration file holding y.
 func loadConfig(t testing.TB, y string) *config.Config {
 	t.Helper()

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
-	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
 // metricsCostServer is the proxy as bin/proxy builds it, with its metrics
@@ -28,9 +26,7 @@ func metricsCostServer(tb testing.TB, on bool) http.Handler {
 	if on {
 		m = metrics.New(metrics.Setup{Version: "test", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
 	}
-	go bal.Run(tb.Context())
-	return server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal,
-		Logger: slog.New(slog.DiscardHandler), Metrics: m, ServeMetrics: on})
+	return quietServer(tb, cfg, bal, server.Options{Metrics: m, ServeMetrics: on})
 }
 
 // metricsCostRequest serves one small Messages request through h.

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,7 +20,6 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
-	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
 // BenchmarkNative54KB is issue 12's bench case in-process: the captured
@@ -59,8 +57,7 @@ func BenchmarkNative54KB(b *testing.B) {
 		"general_settings: {enable_vendora_pass_through: true}\n"
 	cfg := loadConfig(b, yaml)
 	bal := balance.New(cfg, balance.Options{})
-	go bal.Run(b.Context())
-	dm := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
+	dm := httptest.NewServer(quietServer(b, cfg, bal, server.Options{}))
 	b.Cleanup(dm.Close)
 	forwarded, err := translate.MessagesToMessages(body, func(string) (translate.Target, error) {
 		return translate.Target{BackendModel: "stub-model", DropParams: strings.Join(config.DefaultDropParams, ",")}, nil

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/server"
-	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
 
 // poolBenchAnswer is a backend's small non-stream Chat Completions answer.
@@ -31,9 +29,7 @@ func BenchmarkPool(b *testing.B) {
 			}
 			cfg := loadConfig(b, y.String()+"general_settings: {enable_vendora_pass_through: true}\n")
 			bal := balance.New(cfg, balance.Options{})
-			go bal.Run(b.Context())
-			srv := server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: upstream.NewPool(), Balancer: bal, Logger: slog.New(slog.DiscardHandler)})
-			proxy := httptest.NewServer(srv)
+			proxy := httptest.NewServer(quietServer(b, cfg, bal, server.Options{}))
 			b.Cleanup(proxy.Close)
 			client := &http.Client{}
 			body := `{"model":"coder","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -494,10 +493,9 @@ func newPoolProxyYAML(t *testing.T, y string, backends []*poolBackend, opts bala
 	t.Helper()
 	cfg := loadConfig(t, y+"general_settings: {enable_vendora_pass_through: true}\n")
 	bal := balance.New(cfg, opts)
-	go bal.Run(t.Context())
 	pool := upstream.NewPool()
 	pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
-	hs := httptest.NewServer(server.New(cfg, server.Options{Keys: []string{clientKey}, Pool: pool, Balancer: bal, Logger: slog.New(slog.DiscardHandler)}))
+	hs := httptest.NewServer(quietServer(t, cfg, bal, server.Options{Pool: pool}))
 	t.Cleanup(hs.Close)
 	return &poolProxy{t: t, url: hs.URL, bal: bal, backend: backends, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
