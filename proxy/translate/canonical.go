@@ -107,17 +107,11 @@ func (c *canonicalScan) value() bool {
 			return true
 		}
 		for {
-			if !c.value() || c.i >= len(c.b) {
+			if !c.value() {
 				return false
 			}
-			switch c.b[c.i] {
-			case ',':
-				c.i++
-			case ']':
-				c.i++
-				return true
-			default:
-				return false
+			if done, ok := c.next(']'); done || !ok {
+				return ok
 			}
 		}
 	}
@@ -205,17 +199,28 @@ func (c *canonicalScan) object() bool {
 			return false
 		}
 		c.i++
-		if !c.value() || c.i >= len(c.b) {
+		if !c.value() {
 			return false
 		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-		case '}':
-			c.i++
-			return true
-		default:
-			return false
+		if done, ok := c.next('}'); done || !ok {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: ',' before the next
+// one, or end (done); ok is false for anything else.
+func (c *canonicalScan) next(end byte) (done, ok bool) {
+	if c.i >= len(c.b) {
+		return false, false
+	}
+	switch c.b[c.i] {
+	case ',':
+		c.i++
+		return false, true
+	case end:
+		c.i++
+		return true, true
+	}
+	return false, false
 }

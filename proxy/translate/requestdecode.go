@@ -30,7 +30,14 @@ var aliasRaw = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.D
 
 // decodeRequest decodes a Messages request. Its raw values alias body.
 func decodeRequest(body []byte, req *messages.Request) error {
-	if decodeRequestFast(body, req) {
+	return decodeWith(body, req, decodeRequestFast)
+}
+
+// decodeWith decodes a request with its format's fast decoder, and with
+// jsonv2 where that gives up (jsonv2 also words the errors). Raw values
+// alias body.
+func decodeWith[R any](body []byte, req *R, decodeFast func([]byte, *R) bool) error {
+	if decodeFast(body, req) {
 		return nil
 	}
 	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {

@@ -4,7 +4,6 @@ package translate
 // pass, jsonv2 the rest and words the errors.
 
 import (
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/responses"
@@ -12,13 +11,7 @@ import (
 
 // decodeResponses decodes a Responses request. Its raw values alias body.
 func decodeResponses(body []byte, req *responses.Request) error {
-	if decodeResponsesFast(body, req) {
-		return nil
-	}
-	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {
-		return decodeError(err)
-	}
-	return nil
+	return decodeWith(body, req, decodeResponsesFast)
 }
 
 // decodeResponsesFast decodes a Responses request with the scanner, as

@@ -384,6 +384,20 @@ func (b *responsesBuilder) input(in *responses.Input) error {
 	return nil
 }
 
+// callMember checks that call item i (a kind) names its call_id and name,
+// and reads its member field (raw), which must be a string.
+func callMember(i int, it *responses.Item, kind, field string, raw jsontext.Value) (jsontext.Value, error) {
+	if it.CallID == "" || it.Name == "" {
+		return nil, invalidf("input.%d: a %s needs call_id and name", i, kind)
+	}
+	return rawString(raw, "input."+strconv.Itoa(i)+"."+field)
+}
+
+// pushCall adds the assistant's call of item it, with its arguments.
+func (b *responsesBuilder) pushCall(it *responses.Item, args []byte) {
+	b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
+}
+
 func (b *responsesBuilder) item(i int, it *responses.Item) error {
 	typ := it.Type
 	if typ == "" && it.Role != "" {
@@ -393,10 +407,7 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 	case responses.ItemMessage:
 		return b.message(i, it)
 	case responses.ItemFunctionCall:
-		if it.CallID == "" || it.Name == "" {
-			return invalidf("input.%d: a function_call needs call_id and name", i)
-		}
-		raw, err := rawString(it.Arguments, "input."+strconv.Itoa(i)+".arguments")
+		raw, err := callMember(i, it, "function_call", "arguments", it.Arguments)
 		if err != nil {
 			return err
 		}
@@ -404,19 +415,16 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if len(bytes.TrimSpace(args)) == 0 {
 			args = emptyObject
 		}
-		b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
+		b.pushCall(it, args)
 	case responses.ItemCustomToolCall:
-		if it.CallID == "" || it.Name == "" {
-			return invalidf("input.%d: a custom_tool_call needs call_id and name", i)
-		}
-		raw, err := rawString(it.Input, "input."+strconv.Itoa(i)+".input")
+		raw, err := callMember(i, it, "custom_tool_call", "input", it.Input)
 		if err != nil {
 			return err
 		}
 		in := canonicalInner(raw)
 		args := make([]byte, 0, len(in)+len(customInputKey)+8)
 		args = append(append(append(args, `{"`+customInputKey+`":"`...), in...), `"}`...)
-		b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
+		b.pushCall(it, args)
 	case responses.ItemFunctionCallOutput, responses.ItemCustomToolCallOutput:
 		if it.CallID == "" {
 			return invalidf("input.%d: a %s needs call_id", i, typ)
