@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -666,6 +667,25 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 	}
 	if len(sinceRestart) == 0 {
 		t.Error("the backend came back without a probe after its restart")
+	}
+	// Probes come every health_check_interval: the (lower) median gap between two
+	// probes of the killed backend (a refused connection answers at once)
+	// is the interval, whatever a few ticks delayed by the load.
+	probesMu.Lock()
+	var gaps []time.Duration
+	for i := 1; i < len(probes); i++ {
+		if probes[i-1].start.After(killedAt) {
+			gaps = append(gaps, probes[i].start.Sub(probes[i-1].start))
+		}
+	}
+	probesMu.Unlock()
+	slices.Sort(gaps)
+	if len(gaps) < 2 {
+		t.Errorf("%d probes of the killed backend over %s, want one every %s", len(gaps)+1, time.Since(killedAt).Round(time.Millisecond), interval)
+	} else if med := gaps[(len(gaps)-1)/2]; med < interval/2 || med > 2*interval {
+		t.Errorf("median gap between probes %s, want the health_check_interval %s", med, interval)
+	} else {
+		t.Logf("%d probes of the killed backend, median gap %s (health_check_interval %s)", len(gaps)+1, med, interval)
 	}
 	time.Sleep(300 * time.Millisecond)
 	stop.Store(true)
