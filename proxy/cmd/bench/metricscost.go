@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,14 +22,15 @@ import (
 // this share of the added p50.
 const metricsGoal = 0.03
 
-// metricsAllocRequests: the requests of each process's allocation count.
+// metricsAllocRequests: the requests of each server's CPU and allocation counts.
 const metricsAllocRequests = 200
 
 // metricsTargets are the phase's five targets, in the order of a round:
-// the stub direct, then two Dragoman processes with metrics on (the
-// default) and two with --metrics=false, all started for the phase (the
-// same age, the same history). Two of each give the A/A difference, what
-// the method measures between processes that differ in nothing.
+// the stub direct, then four Dragoman servers in one process started for
+// the phase, two with metrics on (the default) and two without (as
+// --metrics=false), each with its own balancer (the same age, the same
+// history). Two of each give the A/A difference, what the method
+// measures between servers that differ in nothing.
 var metricsTargets = [5]string{"direct", "dragoman-metrics-a", "dragoman-nometrics-a", "dragoman-metrics-b", "dragoman-nometrics-b"}
 
 // metricsResult is one case through the five targets, one request to
@@ -36,9 +39,9 @@ var metricsTargets = [5]string{"direct", "dragoman-metrics-a", "dragoman-nometri
 type metricsResult struct {
 	name string
 	p50  [3]time.Duration // the whole run: direct, metrics on (both processes), off (both)
-	cpu  [2]time.Duration // process CPU per request: on, off (both processes each)
+	cpu  [2]time.Duration // CPU per request: on, off (both servers each, their requests alone)
 	// allocs: heap allocations per request, on and off (the mean of each
-	// configuration's two processes, counted through their --pprof in
+	// configuration's two servers, counted through the process's --pprof in
 	// batches of metricsAllocRequests): a figure load does not move.
 	allocs [2]float64
 	rounds int // rounds whose five requests all succeeded
@@ -78,40 +81,26 @@ func (m metricsResult) shareCI(e interval) string {
 }
 
 // metricsCost runs each small Messages case (stream and not) through the
-// stub and four fresh Dragoman processes, two with metrics and two
-// without, one request to each in turn.
+// stub and four Dragoman servers in one fresh process (bench serve
+// --twins), two with metrics and two without, one request to each in
+// turn. One process, as the pool comparison: two processes of one binary
+// differ by a few per cent (the A/A of four processes measured ±3 %, the
+// goal itself), which no number of requests averages away.
 func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error) {
-	var dms [4]*proc
-	var pprofURLs [4]string // each process's --pprof (none with --profile)
-	for i := range dms {
-		var extra []string
-		if i%2 == 1 {
-			extra = []string{"--metrics=false"}
-		}
-		if r.profile == "" {
-			port, err := procs.FreePort()
-			if err != nil {
-				return nil, err
-			}
-			pprofURLs[i] = "http://127.0.0.1:" + itoa(port)
-			extra = append(extra, "--pprof", "127.0.0.1:"+itoa(port))
-		}
-		var err error
-		if dms[i], err = r.dragoman(metricsTargets[i+1], stub, "warn", extra...); err != nil {
-			return nil, err
-		}
+	dm, urls, pprofURL, err := r.metricsTwins(stub)
+	if err != nil {
+		return nil, err
 	}
-	pids := []int{stub.pid(), dms[0].pid(), dms[1].pid(), dms[2].pid(), dms[3].pid()}
 	var out []metricsResult
 	for _, k := range cases {
 		if k.api != "messages" || k.large {
 			continue
 		}
-		t := k.targets(stub.url, "", dms[0].url)
+		t := k.targets(stub.url, "", urls[0])
 		ts := []target{t[0]}
-		for i, p := range dms {
+		for i, u := range urls {
 			d := t[2]
-			d.name, d.url = metricsTargets[i+1], p.url+d.url[len(dms[0].url):]
+			d.name, d.url = metricsTargets[i+1], u+d.url[len(urls[0]):]
 			ts = append(ts, d)
 		}
 		for _, t := range ts {
@@ -119,29 +108,83 @@ func (r *runner) metricsCost(cases []*kase, stub *proc) ([]metricsResult, error)
 				return nil, fmt.Errorf("%s via %s: %w", k.name, t.name, err)
 			}
 		}
-		m := r.metricsCase(k.name, ts, pids)
-		if r.profile == "" {
-			for i, url := range pprofURLs {
-				t := ts[i+1]
-				a, err := allocsPerRequest(url, metricsAllocRequests, func() error {
-					if _, errs, _ := r.gen.run(t, 1, 1, 0); errs > 0 {
-						return fmt.Errorf("a request to %s failed", t.name)
-					}
-					return nil
-				})
+		m := r.metricsCase(k.name, ts)
+		// CPU and allocations per request of each server: its requests
+		// alone, one after another, the process's on-CPU time (schedstat,
+		// ns) and heap allocation count (--pprof) read around them.
+		for i := range urls {
+			t := ts[i+1]
+			send := func() error {
+				if _, errs, _ := r.gen.run(t, 1, 1, 0); errs > 0 {
+					return fmt.Errorf("a request to %s failed", t.name)
+				}
+				return nil
+			}
+			c0, err := procs.OnCPU(dm.pid())
+			for j := 0; err == nil && j < metricsAllocRequests; j++ {
+				err = send()
+			}
+			c1, err2 := procs.OnCPU(dm.pid())
+			if err = cmp.Or(err, err2); err != nil {
+				return nil, err
+			}
+			m.cpu[i%2] += (c1 - c0) / (2 * metricsAllocRequests)
+			if pprofURL != "" {
+				a, err := allocsPerRequest(pprofURL, metricsAllocRequests, send)
 				if err != nil {
 					return nil, err
 				}
 				m.allocs[i%2] += a / 2
 			}
-			r.clearStub()
 		}
+		r.clearStub()
 		progress("  %-26s load %s–%s; added p50 off %s; on − off %s, %s of it (95 %% CI); A/A %s, %s; CPU/req on %s, off %s; allocs/req on %.1f, off %.1f; %d rounds",
 			k.name, m.load[0], m.load[1], us(m.added()), us(m.diff.med), m.shareCI(m.diff), us(m.aa.med), m.shareCI(m.aa),
 			us(m.cpu[0]), us(m.cpu[1]), m.allocs[0], m.allocs[1], m.rounds)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// metricsTwins starts one Dragoman process (bench serve) with four
+// servers, metrics on, off, on, off (the order of metricsTargets), in
+// front of stub, and returns their base URLs and its --pprof URL (none
+// with --profile, whose process writes its own profiles).
+func (r *runner) metricsTwins(stub *proc) (*proc, [4]string, string, error) {
+	var urls [4]string
+	var ports [4]int
+	for i := range ports {
+		p, err := procs.FreePort()
+		if err != nil {
+			return nil, urls, "", err
+		}
+		ports[i] = p
+	}
+	cfg, err := dragomanConfig(r.dir, "dragoman-metrics", stub.url)
+	if err != nil {
+		return nil, urls, "", err
+	}
+	args := []string{"serve", "--config", cfg, "--port", "PORT", "--log-level", "warn",
+		"--twins", itoa(ports[0]) + "," + itoa(ports[1]) + "," + itoa(ports[2])}
+	pprofURL := ""
+	if r.profile == "" {
+		pprofURL = "http://127.0.0.1:" + itoa(ports[3])
+		args = append(args, "--pprof", "127.0.0.1:"+itoa(ports[3]))
+	} else {
+		args = append(args, "--cpuprofile", filepath.Join(r.profile, "dragoman-metrics.cpu.pprof"))
+	}
+	dm, err := r.launch("dragoman-metrics", []string{"PROXY_API_KEY=" + clientKey}, r.self, args...)
+	if err != nil {
+		return nil, urls, "", err
+	}
+	urls[0] = dm.url
+	for i := 1; i < 4; i++ {
+		urls[i] = "http://127.0.0.1:" + itoa(ports[i-1])
+		if !procs.WaitOK(urls[i]+"/healthz", 10*time.Second, nil) {
+			return nil, urls, "", fmt.Errorf("the metrics phase's server %d (port %d) did not come up", i, ports[i-1])
+		}
+	}
+	return dm, urls, pprofURL, nil
 }
 
 // metricsOnly runs the metrics phase alone (--metrics-only) and prints
@@ -165,7 +208,7 @@ func (r *runner) metricsOnly() error {
 		return err
 	}
 	r.stubURL = stub.url
-	progress("metrics: two fresh Dragoman processes with metrics on (the default), two with --metrics=false, and the stub direct, one request to each in turn, %d rounds", r.st.metricsRounds*r.st.batch)
+	progress("metrics: four Dragoman servers in one fresh process (bench serve --twins), two with metrics on (the default), two off, and the stub direct, one request to each in turn, %d rounds", r.st.metricsRounds*r.st.batch)
 	res := &results{}
 	if res.metrics, err = r.metricsCost(cases, stub); err != nil {
 		return err
@@ -177,21 +220,15 @@ func (r *runner) metricsOnly() error {
 
 // metricsCase runs one case's rounds through the five targets ts and pairs
 // each round's requests.
-func (r *runner) metricsCase(name string, ts []target, pids []int) metricsResult {
+func (r *runner) metricsCase(name string, ts []target) metricsResult {
 	m := metricsResult{name: name, load: [2]string{loadAverage(), ""}}
 	r.gen.mixed(ts, r.st.warm)
 	r.clearStub()
-	var before, after [5]time.Duration
-	for i, pid := range pids {
-		before[i], _ = procs.CPUTime(pid)
-	}
 	shuffle := rand.New(rand.NewPCG(1, 15)) // the same orders in every run
 	var all [5][]sample
 	var diffs, aas []time.Duration
-	sent := 0
 	for range r.st.metricsRounds {
 		batch, which, _ := r.gen.mixedSlots(ts, r.st.batch, shuffle)
-		sent += r.st.batch
 		for first := 0; first+len(ts) <= len(batch); first += len(ts) {
 			var t [5]time.Duration
 			ok := true
@@ -210,18 +247,11 @@ func (r *runner) metricsCase(name string, ts []target, pids []int) metricsResult
 		}
 		r.clearStub()
 	}
-	for i, pid := range pids {
-		after[i], _ = procs.CPUTime(pid)
-	}
 	m.load[1] = loadAverage()
 	m.rounds, m.diff, m.aa = len(diffs), medianCI(diffs), medianCI(aas)
 	m.p50[0] = summarize(all[0]).p50
 	m.p50[1] = summarize(append(slices.Clone(all[1]), all[3]...)).p50
 	m.p50[2] = summarize(append(slices.Clone(all[2]), all[4]...)).p50
-	if sent > 0 {
-		m.cpu[0] = (after[1] - before[1] + after[3] - before[3]) / time.Duration(2*sent)
-		m.cpu[1] = (after[2] - before[2] + after[4] - before[4]) / time.Duration(2*sent)
-	}
 	m.requestsOK = len(all[0])
 	for _, a := range all[1:] {
 		m.requestsOK = min(m.requestsOK, len(a))

@@ -230,7 +230,7 @@ func (r *runner) all() (*results, error) {
 		}
 		res.logging = append(res.logging, lr)
 	}
-	progress("metrics: two fresh Dragoman processes with metrics on (the default), two with --metrics=false, and the stub direct, one request to each in turn")
+	progress("metrics: four Dragoman servers in one fresh process (bench serve --twins), two with metrics on (the default), two off, and the stub direct, one request to each in turn")
 	if res.metrics, err = r.metricsCost(cases, stub); err != nil {
 		return nil, err
 	}

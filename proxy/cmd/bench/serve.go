@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +35,8 @@ func serve(args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	memProfile := fs.String("memprofile", "", "write a heap profile here at exit")
 	metricsOn := fs.Bool("metrics", true, "Prometheus metrics, as bin/proxy --metrics (on by default, as there)")
+	twins := fs.String("twins", "", "comma-separated ports: one more server on each, metrics off, on, off, … in turn (the first, on --port, follows --metrics); each its own balancer and metrics, all in this process")
+	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, as bin/proxy --pprof")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,17 +66,21 @@ func serve(args []string) int {
 			return 1
 		}
 	}
-	// The balancer and metrics as cmd/proxy builds them.
-	var m *metrics.Metrics
-	bal := balance.New(cfg, balance.Options{Hooks: server.MetricsHooks(&m)})
-	if *metricsOn {
-		m = metrics.New(metrics.Setup{Version: "bench", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
+	ports := []string{strconv.Itoa(*port)}
+	if *twins != "" {
+		ports = append(ports, strings.Split(*twins, ",")...)
 	}
-	srv := &http.Server{
-		Addr:              net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)),
-		Handler:           server.New(cfg, server.Options{Keys: keys, Logger: log, Balancer: bal, Metrics: m, ServeMetrics: m != nil}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+	var srvs []*http.Server
+	for i, p := range ports {
+		srvs = append(srvs, &http.Server{
+			Addr:              net.JoinHostPort("127.0.0.1", strings.TrimSpace(p)),
+			Handler:           handler(cfg, keys, log, *metricsOn == (i%2 == 0)),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+		})
+	}
+	if *pprofAddr != "" {
+		srvs = append(srvs, &http.Server{Addr: *pprofAddr, Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -80,9 +88,22 @@ func serve(args []string) int {
 		<-ctx.Done()
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		srv.Shutdown(c)
+		for _, srv := range srvs {
+			srv.Shutdown(c)
+		}
 	}()
-	err = srv.ListenAndServe()
+	errs := make(chan error, len(srvs))
+	for _, srv := range srvs[1:] {
+		go func() { errs <- srv.ListenAndServe() }()
+	}
+	err = srvs[0].ListenAndServe()
+	if err == http.ErrServerClosed {
+		for range srvs[1:] {
+			if e := <-errs; e != http.ErrServerClosed {
+				err = e
+			}
+		}
+	}
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -98,4 +119,15 @@ func serve(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// handler is Dragoman's handler with its own balancer, and metrics or
+// none, as cmd/proxy builds them.
+func handler(cfg *config.Config, keys []string, log *slog.Logger, metricsOn bool) http.Handler {
+	var m *metrics.Metrics
+	bal := balance.New(cfg, balance.Options{Hooks: server.MetricsHooks(&m)})
+	if metricsOn {
+		m = metrics.New(metrics.Setup{Version: "bench", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
+	}
+	return server.New(cfg, server.Options{Keys: keys, Logger: log, Balancer: bal, Metrics: m, ServeMetrics: m != nil})
 }
