@@ -70,7 +70,7 @@ func run(args []string) int {
 	curvesOnly := fs.Bool("curves-only", false, "run only the curves (the table between the bench markers is kept)")
 	poolRun := fs.Bool("pool", true, "after the table, compare a pool of 3 backends with a single one (issue 11)")
 	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison (printed, not written)")
-	poolFor := fs.Duration("pool-for", 0, "how long the pool comparison's triples run (default 40s, 3s with --quick)")
+	poolFor := fs.Duration("pool-for", 0, "how long the pool comparison's triples run (default 120s, 3s with --quick)")
 	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
 	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
 	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
@@ -78,7 +78,7 @@ func run(args []string) int {
 		return 2
 	}
 	st := settings{rounds: 50, batch: 40, warm: 40, rpsSlice: 400 * time.Millisecond, rpsRounds: 2, streamFor: 3 * time.Second, logRounds: 15, metricsRounds: 100,
-		poolWarm: 300, poolAllocs: 500, poolFor: 40 * time.Second}
+		poolWarm: 300, poolAllocs: 500, poolFor: 120 * time.Second}
 	if *quick {
 		st = settings{rounds: 3, batch: 10, warm: 5, rpsSlice: 100 * time.Millisecond, rpsRounds: 1, streamFor: 1500 * time.Millisecond, logRounds: 2, metricsRounds: 4,
 			poolWarm: 20, poolAllocs: 20, poolFor: 3 * time.Second}
