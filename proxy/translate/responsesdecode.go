@@ -31,69 +31,48 @@ func decodeResponsesFast(body []byte, req *responses.Request) bool {
 }
 
 func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
-	var mask uint32
-	return d.members(func(name []byte, k byte) bool {
-		if k == 'n' {
-			return false
-		}
+	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "model":
-			return seen(&mask, 0) && k == '"' && d.str(&req.Model)
+			return true, seen(mask, 0) && k == '"' && d.str(&req.Model)
 		case "input":
-			if !seen(&mask, 1) {
-				return false
+			if !seen(mask, 1) {
+				return true, false
 			}
 			if k == '[' {
-				return list(d, &req.Input.Items, 8, d.responsesItem)
+				return true, list(d, &req.Input.Items, 8, d.responsesItem)
 			}
 			v, ok := d.raw()
 			req.Input.Text = v
-			return ok
-		case "instructions", "tool_choice", "temperature", "top_p", "user":
-			dst, bit := &req.Instructions, uint(2)
-			switch string(name) {
-			case "tool_choice":
-				dst, bit = &req.ToolChoice, 3
-			case "temperature":
-				dst, bit = &req.Temperature, 4
-			case "top_p":
-				dst, bit = &req.TopP, 5
-			case "user":
-				dst, bit = &req.User, 6
-			}
-			v, ok := d.raw()
-			*dst = v
-			return ok && seen(&mask, bit)
+			return true, ok
+		case "instructions":
+			return true, d.rawMember(&req.Instructions, mask, 2)
+		case "tool_choice":
+			return true, d.rawMember(&req.ToolChoice, mask, 3)
+		case "temperature":
+			return true, d.rawMember(&req.Temperature, mask, 4)
+		case "top_p":
+			return true, d.rawMember(&req.TopP, mask, 5)
+		case "user":
+			return true, d.rawMember(&req.User, mask, 6)
 		case "tools":
-			return seen(&mask, 7) && k == '[' && d.responsesTools(&req.Tools)
-		case "parallel_tool_calls", "stream":
-			if k != 't' && k != 'f' {
-				return false
-			}
-			if string(name) == "stream" {
-				req.Stream = k == 't'
-				if !seen(&mask, 8) {
-					return false
-				}
-			} else {
-				req.ParallelToolCalls = new(k == 't')
-				if !seen(&mask, 9) {
-					return false
-				}
-			}
-			_, ok := d.raw()
-			return ok
+			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools)
+		case "stream":
+			return true, seen(mask, 8) && d.boolean(&req.Stream, k)
+		case "parallel_tool_calls":
+			req.ParallelToolCalls = new(bool)
+			return true, seen(mask, 9) && d.boolean(req.ParallelToolCalls, k)
 		case "max_output_tokens":
 			var n int64
-			if !seen(&mask, 10) || !d.integer(&n) {
-				return false
+			if !seen(mask, 10) || !d.integer(&n) {
+				return true, false
 			}
 			req.MaxOutputTokens = &n
-			return true
+			return true, true
 		case "reasoning":
 			r := new(responses.Reasoning)
 			req.Reasoning = r
-			return seen(&mask, 11) && d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
+			return true, seen(mask, 11) && d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 				switch string(name) {
 				case "effort":
 					r.Effort = new(string)
@@ -107,66 +86,48 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 		case "text":
 			t := new(responses.TextConfig)
 			req.Text = t
-			return seen(&mask, 12) && d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
+			return true, seen(mask, 12) && d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 				if string(name) != "format" {
 					return false, false
 				}
-				v, ok := d.raw()
-				t.Format = v
-				return true, ok && seen(mask, 0)
+				return true, d.rawMember(&t.Format, mask, 0)
 			})
 		case "previous_response_id":
 			req.PreviousResponseID = new(string)
-			return seen(&mask, 13) && k == '"' && d.str(req.PreviousResponseID)
+			return true, seen(mask, 13) && k == '"' && d.str(req.PreviousResponseID)
 		}
-		_, ok := d.raw()
-		return ok
+		return false, false
 	})
 }
 
 // responsesItem reads an input item.
 func (d *fastDecoder) responsesItem(it *responses.Item) bool {
-	if d.sc.ws() != '{' {
-		return false
-	}
-	var mask uint32
-	return d.members(func(name []byte, k byte) bool {
-		if k == 'n' {
-			return false
-		}
+	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
-		case "type", "id", "role", "call_id", "name", "namespace":
-			dst, bit := &it.Type, uint(0)
-			switch string(name) {
-			case "id":
-				dst, bit = &it.ID, 1
-			case "role":
-				dst, bit = &it.Role, 2
-			case "call_id":
-				dst, bit = &it.CallID, 3
-			case "name":
-				dst, bit = &it.Name, 4
-			case "namespace":
-				dst, bit = &it.Namespace, 5
-			}
-			return seen(&mask, bit) && k == '"' && d.str(dst)
+		case "type":
+			return true, seen(mask, 0) && k == '"' && d.str(&it.Type)
+		case "id":
+			return true, seen(mask, 1) && k == '"' && d.str(&it.ID)
+		case "role":
+			return true, seen(mask, 2) && k == '"' && d.str(&it.Role)
+		case "call_id":
+			return true, seen(mask, 3) && k == '"' && d.str(&it.CallID)
+		case "name":
+			return true, seen(mask, 4) && k == '"' && d.str(&it.Name)
+		case "namespace":
+			return true, seen(mask, 5) && k == '"' && d.str(&it.Namespace)
 		case "content":
-			return seen(&mask, 6) && d.responsesContent(&it.Content, k)
+			return true, seen(mask, 6) && d.responsesContent(&it.Content, k)
 		case "output":
-			return seen(&mask, 7) && d.responsesContent(&it.Output, k)
-		case "arguments", "input":
-			dst, bit := &it.Arguments, uint(8)
-			if string(name) == "input" {
-				dst, bit = &it.Input, 9
-			}
-			v, ok := d.raw()
-			*dst = v
-			return ok && seen(&mask, bit)
+			return true, seen(mask, 7) && d.responsesContent(&it.Output, k)
+		case "arguments":
+			return true, d.rawMember(&it.Arguments, mask, 8)
+		case "input":
+			return true, d.rawMember(&it.Input, mask, 9)
 		case "summary":
-			return seen(&mask, 10) && k == '[' && d.responsesParts(&it.Summary)
+			return true, seen(mask, 10) && k == '[' && d.responsesParts(&it.Summary)
 		}
-		_, ok := d.raw()
-		return ok
+		return false, false
 	})
 }
 
@@ -189,22 +150,17 @@ func (d *fastDecoder) responsesPart(p *responses.Part) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "text":
-			v, ok := d.raw()
-			p.Text = v
-			return true, ok && seen(mask, 0)
-		case "type", "refusal", "image_url", "file_id", "detail":
-			dst, bit := &p.Type, uint(1)
-			switch string(name) {
-			case "refusal":
-				dst, bit = &p.Refusal, 2
-			case "image_url":
-				dst, bit = &p.ImageURL, 3
-			case "file_id":
-				dst, bit = &p.FileID, 4
-			case "detail":
-				dst, bit = &p.Detail, 5
-			}
-			return true, seen(mask, bit) && k == '"' && d.str(dst)
+			return true, d.rawMember(&p.Text, mask, 0)
+		case "type":
+			return true, seen(mask, 1) && k == '"' && d.str(&p.Type)
+		case "refusal":
+			return true, seen(mask, 2) && k == '"' && d.str(&p.Refusal)
+		case "image_url":
+			return true, seen(mask, 3) && k == '"' && d.str(&p.ImageURL)
+		case "file_id":
+			return true, seen(mask, 4) && k == '"' && d.str(&p.FileID)
+		case "detail":
+			return true, seen(mask, 5) && k == '"' && d.str(&p.Detail)
 		}
 		return false, false
 	})
@@ -221,14 +177,10 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 			return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
 		case "name":
 			return true, seen(mask, 1) && k == '"' && d.str(&t.Name)
-		case "description", "parameters":
-			dst, bit := &t.Description, uint(2)
-			if string(name) == "parameters" {
-				dst, bit = &t.Parameters, 3
-			}
-			v, ok := d.raw()
-			*dst = v
-			return true, ok && seen(mask, bit)
+		case "description":
+			return true, d.rawMember(&t.Description, mask, 2)
+		case "parameters":
+			return true, d.rawMember(&t.Parameters, mask, 3)
 		case "format":
 			f := new(responses.CustomFormat)
 			t.Format = f
@@ -239,9 +191,7 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 				case "syntax":
 					return true, seen(mask, 1) && k == '"' && d.str(&f.Syntax)
 				case "definition":
-					v, ok := d.raw()
-					f.Definition = v
-					return true, ok && seen(mask, 2)
+					return true, d.rawMember(&f.Definition, mask, 2)
 				}
 				return false, false
 			})
