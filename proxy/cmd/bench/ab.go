@@ -22,18 +22,9 @@ func (r *runner) abCompare(other string) error {
 	if err != nil {
 		return fmt.Errorf("--ab: %w (build the other Dragoman first, e.g. go build -o /tmp/main-proxy ./cmd/proxy in main's checkout)", err)
 	}
-	all, err := buildCases()
+	cases, err := r.chosenCases("case", nil)
 	if err != nil {
 		return err
-	}
-	var cases []*kase
-	for _, k := range all {
-		if strings.Contains(k.name, r.only) {
-			cases = append(cases, k)
-		}
-	}
-	if len(cases) == 0 {
-		return fmt.Errorf("no case matches %q", r.only)
 	}
 	stub, fl, dm, err := r.chain("", "--events", "64", "--protocol", "messages")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -190,18 +189,9 @@ func (r *runner) metricsTwins(stub *proc) (*proc, [4]string, string, error) {
 // metricsOnly runs the metrics phase alone (--metrics-only) and prints
 // its table and target lines.
 func (r *runner) metricsOnly() error {
-	all, err := buildCases()
+	cases, err := r.chosenCases("small Messages case", func(k *kase) bool { return k.api == "messages" && !k.large })
 	if err != nil {
 		return err
-	}
-	var cases []*kase
-	for _, k := range all {
-		if strings.Contains(k.name, r.only) && k.api == "messages" && !k.large {
-			cases = append(cases, k)
-		}
-	}
-	if len(cases) == 0 {
-		return fmt.Errorf("no small Messages case matches %q", r.only)
 	}
 	stub, err := r.stub("stub", "--events", "64", "--protocol", "messages")
 	if err != nil {

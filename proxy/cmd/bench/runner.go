@@ -129,19 +129,29 @@ type results struct {
 
 var concurrencies = [2]int{32, 256}
 
-func (r *runner) all() (*results, error) {
+// chosenCases returns the cases whose name holds --cases (r.only) and,
+// when keep is not nil, that keep accepts; none is an error naming what.
+func (r *runner) chosenCases(what string, keep func(*kase) bool) ([]*kase, error) {
 	all, err := buildCases()
 	if err != nil {
 		return nil, err
 	}
 	var cases []*kase
 	for _, k := range all {
-		if strings.Contains(k.name, r.only) {
+		if strings.Contains(k.name, r.only) && (keep == nil || keep(k)) {
 			cases = append(cases, k)
 		}
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("no case matches %q", r.only)
+		return nil, fmt.Errorf("no %s matches %q", what, r.only)
+	}
+	return cases, nil
+}
+
+func (r *runner) all() (*results, error) {
+	cases, err := r.chosenCases("case", nil)
+	if err != nil {
+		return nil, err
 	}
 	stub, fl, dm, err := r.chain("", "--events", "64", "--protocol", "messages")
 	if err != nil {
