@@ -191,17 +191,23 @@ func drain(t testing.TB, resp *http.Response) string {
 	return string(readEvents(t, resp.Body))
 }
 
+// serveBackend serves backend on a loopback port until the test ends; it
+// returns its api_base.
+func serveBackend(t testing.TB, backend http.Handler) string {
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
 // cannedBackend answers every request with status and the JSON body; it
 // returns its api_base.
 func cannedBackend(t testing.TB, status int, body string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
 }
 
 // quietServer is the proxy for cfg as bin/proxy builds it, logging
