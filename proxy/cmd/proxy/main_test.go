@@ -273,8 +273,8 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		if last := evs[len(evs)-1].Name; last != "message_stop" {
 			t.Errorf("stream %d ends with %s", i, last)
 		}
-		if want := fmt.Sprintf("You said: stream %d", i); !strings.Contains(text(evs), want) {
-			t.Errorf("stream %d: text %q lacks %q", i, text(evs), want)
+		if want := fmt.Sprintf("You said: stream %d", i); !strings.Contains(ssecheck.Text(evs), want) {
+			t.Errorf("stream %d: text %q lacks %q", i, ssecheck.Text(evs), want)
 		}
 		if !r.end.After(sigterm) {
 			t.Errorf("stream %d ended before SIGTERM: the test did not drain it", i)
@@ -477,18 +477,4 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, within time.Duration, what stri
 	case <-time.After(within):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-}
-
-// text joins the text deltas of a Messages stream.
-func text(evs []ssecheck.Event) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		var d struct {
-			Delta struct{ Type, Text string } `json:"delta"`
-		}
-		if ev.Name == "content_block_delta" && json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
-			b.WriteString(d.Delta.Text)
-		}
-	}
-	return b.String()
 }

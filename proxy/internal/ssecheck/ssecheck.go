@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,6 +57,19 @@ func Parse(stream []byte) ([]Event, error) {
 		events = append(events, Event{Name: string(name), Data: payload})
 	}
 	return events, nil
+}
+
+// Text joins the text of a stream's text_delta deltas (those whose data
+// decodes: Check reports the others).
+func Text(events []Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		var e messages.ContentBlockDeltaEvent
+		if ev.Name == messages.EventContentBlockDelta && json.Unmarshal(ev.Data, &e) == nil && e.Delta.Type == messages.DeltaText && e.Delta.Text != nil {
+			b.WriteString(*e.Delta.Text)
+		}
+	}
+	return b.String()
 }
 
 // Check parses a stream and checks its grammar.

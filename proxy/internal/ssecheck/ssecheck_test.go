@@ -124,6 +124,16 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
+func TestText(t *testing.T) {
+	events, err := Parse(stream("start", "text0", "textd0", "stop0", "think1", "thinkd1", "stop1", "text1", "textd1", "stop1", "tool2", "toold2", "stop2", "mdelta", "mstop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(events); got != "Hix" {
+		t.Fatalf("Text = %q, want the two text deltas Hi and x, not the thinking or tool input", got)
+	}
+}
+
 func TestParse(t *testing.T) {
 	events, err := Parse(stream("start", "ping"))
 	if err != nil {
