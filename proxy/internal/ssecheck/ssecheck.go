@@ -196,11 +196,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index, p.ContentBlock)); err != nil {
 			return err
 		}
-		if c.delta {
-			return errors.New("content_block_start after message_delta")
-		}
-		if c.open >= 0 {
-			return fmt.Errorf("content_block_start while block %d is open", c.open)
+		if err := c.betweenBlocks(ev.Name); err != nil {
+			return err
 		}
 		if e.Index != c.blocks {
 			return fmt.Errorf("block index %d, want %d", e.Index, c.blocks)
@@ -233,11 +230,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Delta, p.Usage)); err != nil {
 			return err
 		}
-		if c.delta {
-			return errors.New("a second message_delta")
-		}
-		if c.open >= 0 {
-			return fmt.Errorf("message_delta while block %d is open (no content_block_stop)", c.open)
+		if err := c.betweenBlocks(ev.Name); err != nil {
+			return err
 		}
 		c.delta = true
 		d := e.Delta
@@ -269,6 +263,18 @@ func (c *checker) event(ev Event) error {
 		c.ended = true
 	default:
 		return errors.New("unknown event")
+	}
+	return nil
+}
+
+// betweenBlocks checks where a content_block_start or a message_delta
+// (event name) comes: before message_delta, with no block open.
+func (c *checker) betweenBlocks(name string) error {
+	if c.delta {
+		return fmt.Errorf("%s after message_delta", name)
+	}
+	if c.open >= 0 {
+		return fmt.Errorf("%s while block %d is open (no content_block_stop)", name, c.open)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestInvalid(t *testing.T) {
 		{"stop of another block", stream("start", "text0", "stop1", "mdeltaEnd", "mstop"), "stop of block 1, but the open block is 0"},
 		{"missing content_block_stop", stream("start", "text0", "textd0", "mdeltaEnd", "mstop"), "no content_block_stop"},
 		{"message_stop without message_delta", stream("start", "mstop"), "message_stop before message_delta"},
-		{"second message_delta", stream("start", "mdeltaEnd", "mdeltaEnd", "mstop"), "second message_delta"},
+		{"second message_delta", stream("start", "mdeltaEnd", "mdeltaEnd", "mstop"), "message_delta after message_delta"},
 		{"block after message_delta", stream("start", "mdeltaEnd", "text0", "stop0", "mstop"), "content_block_start after message_delta"},
 		{"event after message_stop", stream("start", "mdeltaEnd", "mstop", "ping"), "after the stream ended"},
 		{"event after error", stream("start", "error", "mdeltaEnd", "mstop"), "after the stream ended"},
