@@ -212,8 +212,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index, p.Delta)); err != nil {
 			return err
 		}
-		if c.open < 0 || e.Index != c.open {
-			return fmt.Errorf("delta for block %d, but the open block is %d", e.Index, c.open)
+		if err := c.inOpenBlock(ev.Name, e.Index); err != nil {
+			return err
 		}
 		return checkDelta(c.openType, &e.Delta)
 	case messages.EventContentBlockStop:
@@ -221,8 +221,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index)); err != nil {
 			return err
 		}
-		if c.open < 0 || e.Index != c.open {
-			return fmt.Errorf("stop of block %d, but the open block is %d", e.Index, c.open)
+		if err := c.inOpenBlock(ev.Name, e.Index); err != nil {
+			return err
 		}
 		c.open = -1
 	case messages.EventMessageDelta:
@@ -275,6 +275,15 @@ func (c *checker) betweenBlocks(name string) error {
 	}
 	if c.open >= 0 {
 		return fmt.Errorf("%s while block %d is open (no content_block_stop)", name, c.open)
+	}
+	return nil
+}
+
+// inOpenBlock checks that a content_block_delta or content_block_stop
+// (event name) is for the open block.
+func (c *checker) inOpenBlock(name string, index int) error {
+	if c.open < 0 || index != c.open {
+		return fmt.Errorf("%s of block %d, but the open block is %d", name, index, c.open)
 	}
 	return nil
 }
