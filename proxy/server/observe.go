@@ -157,8 +157,8 @@ var (
 	// reasoning, a refusal, a tool call's arguments or input); the name is
 	// on the event line.
 	responsesDelta = []byte(".delta\ndata: ")
-	toolCalls     = []byte(`"tool_calls":[`)
-	textFields    = [][]byte{[]byte(`"content":`), []byte(`"reasoning_content":`), []byte(`"reasoning":`)}
+	toolCalls      = []byte(`"tool_calls":[`)
+	textFields     = [][]byte{[]byte(`"content":`), []byte(`"reasoning_content":`), []byte(`"reasoning":`)}
 )
 
 // carriesToken reports whether relayed stream bytes hold content: a
