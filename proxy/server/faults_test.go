@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"runtime"
 	"strings"
@@ -553,7 +552,7 @@ type endless struct {
 func newEndless(t *testing.T) (*endless, string) {
 	e := &endless{ended: make(chan struct{}, 16)}
 	chunk := []byte(`data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("lorem ipsum ", 80) + `"},"finish_reason":null}]}` + "\n\n")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { e.ended <- struct{}{} }()
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -567,8 +566,7 @@ func newEndless(t *testing.T) (*endless, string) {
 			w.(http.Flusher).Flush()
 		}
 	}))
-	t.Cleanup(srv.Close)
-	return e, srv.URL + "/v1"
+	return e, url
 }
 
 // TestClientStopsReading: a client that stops reading a stream holds the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -88,14 +87,13 @@ func TestOverflowAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backend := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(300 * time.Millisecond)
 		w.WriteHeader(f.Status)
 		w.Write(f.Body)
 	}))
-	t.Cleanup(srv.Close)
-	h := newHarness(t, harnessOptions{backendURL: srv.URL + "/v1", ping: 50 * time.Millisecond})
+	h := newHarness(t, harnessOptions{backendURL: backend, ping: 50 * time.Millisecond})
 	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,13 +17,8 @@ import (
 // checkConfig writes a config of one alias to baseURL with model and key.
 func checkConfig(t *testing.T, baseURL, model, key string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	yaml := "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/" + model +
-		"\n      api_base: " + baseURL + "\n      api_key: " + key + "\n"
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, "config.yaml", "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/"+model+
+		"\n      api_base: "+baseURL+"\n      api_key: "+key+"\n")
 }
 
 func stubURL(t *testing.T, o stub.Options) string {
@@ -126,8 +120,7 @@ func TestCheckFailuresCarryTheirFix(t *testing.T) {
 }
 
 func TestCheckConfigAndFlags(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(path, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/CHECK_UNSET_KEY}\n"), 0o600)
+	path := writeFile(t, "c.yaml", "model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/CHECK_UNSET_KEY}\n")
 	code, text, rep := runCheck(t, "--config", path)
 	if code != 1 || rep.OK || !strings.Contains(text, "CHECK_UNSET_KEY") || !strings.Contains(text, "export CHECK_UNSET_KEY") {
 		t.Errorf("unset key variable: exit %d\n%s", code, text)

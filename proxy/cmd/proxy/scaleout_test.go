@@ -269,8 +269,8 @@ func sessionRequest(client *http.Client, url string, s, n int, stream bool) erro
 	if last := evs[len(evs)-1].Name; last != "message_stop" {
 		return fmt.Errorf("stream ends with %s", last)
 	}
-	if !strings.Contains(text(evs), want) {
-		return fmt.Errorf("stream text %q lacks %q", text(evs), want)
+	if got := ssecheck.Text(evs); !strings.Contains(got, want) {
+		return fmt.Errorf("stream text %q lacks %q", got, want)
 	}
 	return nil
 }

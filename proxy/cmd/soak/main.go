@@ -36,8 +36,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 )
@@ -370,20 +368,8 @@ func stream(client *http.Client, url, text string, hangUp bool) error {
 	if last := evs[len(evs)-1]; last.Name != "message_stop" {
 		return fmt.Errorf("the stream ends with %s: %s", last.Name, last.Data)
 	}
-	var got strings.Builder
-	for _, ev := range evs {
-		var d struct {
-			Delta struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"delta"`
-		}
-		if ev.Name == "content_block_delta" && json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
-			got.WriteString(d.Delta.Text)
-		}
-	}
-	if want := "Hello from stub-backend. You said: " + text; got.String() != want {
-		return fmt.Errorf("text %q, want %q", got.String(), want)
+	if got, want := ssecheck.Text(evs), "Hello from stub-backend. You said: "+text; got != want {
+		return fmt.Errorf("text %q, want %q", got, want)
 	}
 	return nil
 }
