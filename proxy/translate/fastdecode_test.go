@@ -82,15 +82,7 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on the real client's request", name)
 		}
 	}
-	took := 0
-	for _, s := range fastDecodeSamples {
-		if checkFastDecode(t, []byte(s)) {
-			took++
-		}
-	}
-	if took != usualShapes {
-		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usualShapes)
-	}
+	checkSamples(t, fastDecodeSamples, usualShapes, checkFastDecode)
 }
 
 // Random edits of the real requests: wherever the fast decoder takes the
@@ -107,6 +99,21 @@ func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	// Edits that keep the body valid and of the usual shape leave it to
 	// the fast decoder (1248 of these 3000 when written).
 	checkMutated(t, bodies, inserts, 11, checkFastDecode)
+}
+
+// checkSamples checks each sample with check, which reports whether the
+// fast decoder took it: it must take as many as there are usual shapes.
+func checkSamples(t *testing.T, samples []string, usual int, check func(*testing.T, []byte) bool) {
+	t.Helper()
+	took := 0
+	for _, s := range samples {
+		if check(t, []byte(s)) {
+			took++
+		}
+	}
+	if took != usual {
+		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usual)
+	}
 }
 
 // checkMutated checks 3000 random edits of bodies (mutated, from seed)

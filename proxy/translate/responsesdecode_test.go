@@ -48,15 +48,7 @@ func TestResponsesFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on Codex's request", name)
 		}
 	}
-	took := 0
-	for _, s := range responsesDecodeSamples {
-		if checkResponsesFastDecode(t, []byte(s)) {
-			took++
-		}
-	}
-	if took != responsesUsualShapes {
-		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, responsesUsualShapes)
-	}
+	checkSamples(t, responsesDecodeSamples, responsesUsualShapes, checkResponsesFastDecode)
 }
 
 // Random edits of the Codex requests and the samples: wherever the fast
