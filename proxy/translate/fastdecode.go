@@ -165,8 +165,7 @@ func (d *fastDecoder) boolean(dst *bool, k byte) bool {
 		return false
 	}
 	*dst = k == 't'
-	_, ok := d.raw()
-	return ok
+	return d.skip()
 }
 
 // list reads the array at the scanner (its '[' next) into *dst, each
@@ -221,8 +220,7 @@ func (d *fastDecoder) objectNulls(nulls bool, f func(name []byte, k byte, mask *
 		if known, ok := f(name, k, &mask); known {
 			return ok
 		}
-		_, ok := d.raw()
-		return ok
+		return d.skip()
 	})
 }
 
@@ -306,16 +304,9 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 	}
 	var mask uint32
 	return d.members(func(name []byte, k byte) bool {
-		skip := func() bool { _, ok := d.raw(); return ok }
 		switch string(name) {
 		case "type":
-			if !seen(&mask, 0) {
-				return false
-			}
-			if k == '"' {
-				return d.str(&b.Type)
-			}
-			return skip()
+			return seen(&mask, 0) && d.strOrSkip(&b.Type, k)
 		case "text":
 			return k != 'n' && d.rawMember(&b.Text, &mask, 1)
 		case "input":
@@ -327,7 +318,7 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 			if k == '{' {
 				return d.small(&b.Source)
 			}
-			return skip()
+			return d.skip()
 		case "content":
 			if !seen(&mask, 4) {
 				return false
@@ -336,22 +327,13 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 				b.Content = new(messages.Content)
 				return d.content(b.Content, k)
 			}
-			return skip()
-		case "id", "name", "tool_use_id":
-			dst, bit := &b.ID, uint(5)
-			switch string(name) {
-			case "name":
-				dst, bit = &b.Name, 6
-			case "tool_use_id":
-				dst, bit = &b.ToolUseID, 7
-			}
-			if !seen(&mask, bit) {
-				return false
-			}
-			if k == '"' {
-				return d.str(dst)
-			}
-			return skip()
+			return d.skip()
+		case "id":
+			return seen(&mask, 5) && d.strOrSkip(&b.ID, k)
+		case "name":
+			return seen(&mask, 6) && d.strOrSkip(&b.Name, k)
+		case "tool_use_id":
+			return seen(&mask, 7) && d.strOrSkip(&b.ToolUseID, k)
 		case "is_error":
 			if !seen(&mask, 8) {
 				return false
@@ -359,10 +341,25 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 			if k == 't' || k == 'f' {
 				b.IsError = k == 't'
 			}
-			return skip()
+			return d.skip()
 		}
-		return skip()
+		return d.skip()
 	})
+}
+
+// strOrSkip reads a member of kind k into dst when it is a string, and
+// skips it otherwise (dst left as it is).
+func (d *fastDecoder) strOrSkip(dst *string, k byte) bool {
+	if k == '"' {
+		return d.str(dst)
+	}
+	return d.skip()
+}
+
+// skip reads past a value the decoder does not keep.
+func (d *fastDecoder) skip() bool {
+	_, ok := d.raw()
+	return ok
 }
 
 func (d *fastDecoder) toolList(dst *[]messages.Tool) bool {
