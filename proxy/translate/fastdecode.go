@@ -109,7 +109,7 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 	ok := d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "model":
-			return true, seen(mask, 0) && k == '"' && d.str(&req.Model)
+			return true, d.strMember(&req.Model, k, mask, 0)
 		case "messages":
 			return true, seen(mask, 1) && k == '[' && d.messageList(&req.Messages)
 		case "system":
@@ -150,6 +150,11 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 	})
 	// Only whitespace may follow.
 	return ok && d.sc.ws() == 0 && d.sc.i == len(d.sc.b)
+}
+
+// strMember reads a member of kind k that must be a string.
+func (d *fastDecoder) strMember(dst *string, k byte, mask *uint32, bit uint) bool {
+	return seen(mask, bit) && k == '"' && d.str(dst)
 }
 
 // rawMember keeps a member's value as it stands in the body.
@@ -228,9 +233,9 @@ func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&tc.Type)
+			return true, d.strMember(&tc.Type, k, mask, 0)
 		case "name":
-			return true, seen(mask, 1) && k == '"' && d.str(&tc.Name)
+			return true, d.strMember(&tc.Name, k, mask, 1)
 		case "disable_parallel_tool_use":
 			return true, seen(mask, 2) && d.boolean(&tc.DisableParallelToolUse, k)
 		}
@@ -251,7 +256,7 @@ func (d *fastDecoder) thinking(t *messages.Thinking) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+			return true, d.strMember(&t.Type, k, mask, 0)
 		case "budget_tokens":
 			return true, seen(mask, 1) && d.integer(&t.BudgetTokens)
 		}
@@ -264,7 +269,7 @@ func (d *fastDecoder) outputConfig(o *messages.OutputConfig) bool {
 		if string(name) != "effort" {
 			return false, false
 		}
-		return true, seen(mask, 0) && k == '"' && d.str(&o.Effort)
+		return true, d.strMember(&o.Effort, k, mask, 0)
 	})
 }
 
@@ -273,7 +278,7 @@ func (d *fastDecoder) messageList(dst *[]messages.Message) bool {
 		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "role":
-				return true, seen(mask, 0) && k == '"' && d.str(&m.Role)
+				return true, d.strMember(&m.Role, k, mask, 0)
 			case "content":
 				return true, seen(mask, 1) && d.content(&m.Content, k)
 			}
@@ -367,9 +372,9 @@ func (d *fastDecoder) toolList(dst *[]messages.Tool) bool {
 		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "type":
-				return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+				return true, d.strMember(&t.Type, k, mask, 0)
 			case "name":
-				return true, seen(mask, 1) && k == '"' && d.str(&t.Name)
+				return true, d.strMember(&t.Name, k, mask, 1)
 			case "description":
 				return true, d.rawMember(&t.Description, mask, 2)
 			case "input_schema":
