@@ -55,13 +55,7 @@ func TestResponsesFastDecodeMatchesJSONv2(t *testing.T) {
 // decoder takes the result, it agrees with jsonv2.
 func TestResponsesFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"message"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"output":"o"`, `,"summary":[]`, `,"name":"n"`, `,"tools":[]`}
-	var bodies [][]byte
-	for _, name := range []string{"03-shell-result-turn.json", "05-apply-patch-result-turn.json"} {
-		bodies = append(bodies, codexBody(t, name))
-	}
-	for _, s := range responsesDecodeSamples[:responsesUsualShapes] {
-		bodies = append(bodies, []byte(s))
-	}
+	bodies := withSamples(responsesDecodeSamples[:responsesUsualShapes], codexBody(t, "03-shell-result-turn.json"), codexBody(t, "05-apply-patch-result-turn.json"))
 	checkMutated(t, bodies, inserts, 13, checkResponsesFastDecode)
 }
 
