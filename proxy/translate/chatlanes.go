@@ -202,8 +202,7 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		c.backendDone = true
 		return w.end(dst), nil
 	}
-	c.chunk = chat.Chunk{Choices: c.chunk.Choices[:0]}
-	if err := json.Unmarshal(data, &c.chunk, chunkOptions); err != nil {
+	if err := decodeChunk(data, &c.chunk); err != nil {
 		if bytes.IndexByte(data, '\n') >= 0 {
 			// Some servers forget the blank line between events, so one
 			// event holds several data lines: read them one by one.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -389,12 +388,8 @@ func (r *runner) throughput(ts []target, pids []int, conc int) ([]float64, []tim
 // every body it receives, and a heap that grows through the run would
 // slow it down as it goes.
 func (r *runner) clearStub() {
-	if r.stubURL == "" {
-		return
-	}
-	req, _ := http.NewRequest(http.MethodDelete, r.stubURL+"/_stub/requests", nil)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
+	if r.stubURL != "" {
+		procs.ClearStub(r.stubURL)
 	}
 }
 
