@@ -183,7 +183,7 @@ func (r *runner) all() (*results, error) {
 		ts := k.targets(stub.url, fl.url, dm.url)
 		all, allPids := ts[:], pids[:]
 		if k.large && !k.stream {
-			all = append(all, target{name: "floor-buffered", url: flBuf.url + "/v1/chat/completions", body: k.chatBody, header: k.header})
+			all = append(all, target{name: "floor-buffered", url: flBuf.url + k.backendPath(), body: k.chatBody, header: k.header})
 			allPids = append(allPids, flBuf.pid())
 		}
 		samples, cpu := r.interleaved(all, allPids)
