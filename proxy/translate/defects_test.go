@@ -152,32 +152,8 @@ func jsonEqual(t *testing.T, a, b string) bool {
 // first call's block, its arguments joined to {"city":"SF"}{"city":"CHI"}.
 // Each call now gets its own block and an id of its own.
 func TestReusedToolCallIDStartsANewCall(t *testing.T) {
-	wantInputs := []string{`{"city":"SF"}`, `{"city":"CHI"}`}
-	for name, in := range map[string][]byte{
-		"same index, id and name again": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":`)),
-			toolChunk(tc(0, "", "", `"SF"}`)),
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"same index and id, no name": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(0, "call_1", "", `{"city":`)),
-			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"header first, arguments after": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(0, "call_1", "get_weather", ``)),
-			toolChunk(tc(0, "", "", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"another index": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(1, "call_1", "get_weather", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-	} {
+	wantInputs := reusedIDArgs
+	for name, in := range reusedIDStreams("get_weather") {
 		t.Run(name, func(t *testing.T) {
 			ids, inputs, stop := streamToolInputs(t, in)
 			if !slices.Equal(inputs, wantInputs) {
@@ -196,14 +172,55 @@ func TestReusedToolCallIDStartsANewCall(t *testing.T) {
 		})
 	}
 	t.Run("non-stream", func(t *testing.T) {
-		call := func(args string) string {
-			return `{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":` + string(must(json.Marshal(args))) + `}}`
-		}
-		ids, inputs, _, _ := nonStreamToolInputs(t, `{"role":"assistant","content":null,"tool_calls":[`+call(wantInputs[0])+`,`+call(wantInputs[1])+`]}`, `"tool_calls"`)
+		ids, inputs, _, _ := nonStreamToolInputs(t, reusedIDMessage("get_weather"), `"tool_calls"`)
 		if !slices.Equal(inputs, wantInputs) || ids[0] != "call_1" || ids[1] == ids[0] {
 			t.Fatalf("ids %q inputs %q: want two calls with ids of their own", ids, inputs)
 		}
 	})
+}
+
+// reusedIDArgs are the arguments of the two calls of reusedIDStreams and
+// reusedIDMessage.
+var reusedIDArgs = []string{`{"city":"SF"}`, `{"city":"CHI"}`}
+
+// reusedIDStreams are backend streams that send a second call of the
+// function name under the id call_1 the first call has, each way backends
+// have been seen to.
+func reusedIDStreams(name string) map[string][]byte {
+	return map[string][]byte{
+		"same index, id and name again": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":`)),
+			toolChunk(tc(0, "", "", `"SF"}`)),
+			toolChunk(tc(0, "call_1", name, `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"same index and id, no name": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(0, "call_1", "", `{"city":`)),
+			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"header first, arguments after": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(0, "call_1", name, ``)),
+			toolChunk(tc(0, "", "", `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"another index": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(1, "call_1", name, `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+	}
+}
+
+// reusedIDMessage is a non-stream answer's message with the two calls of
+// reusedIDStreams, both under call_1.
+func reusedIDMessage(name string) string {
+	call := func(args string) string {
+		return `{"id":"call_1","type":"function","function":{"name":"` + name + `","arguments":` + string(must(json.Marshal(args))) + `}}`
+	}
+	return `{"role":"assistant","content":null,"tool_calls":[` + call(reusedIDArgs[0]) + `,` + call(reusedIDArgs[1]) + `]}`
 }
 
 // Defect 3: the Chat refusal field was dropped: the client got an empty
