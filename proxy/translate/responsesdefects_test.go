@@ -52,29 +52,10 @@ func callsOf(items []responses.OutputItem) (callIDs, args []string) {
 // Defect 1: a function_call's arguments are a JSON object, the same
 // streamed or not, and the same input the Messages path gives.
 func TestResponsesArgumentsAreAnObjectStreamOrNot(t *testing.T) {
-	for _, args := range []string{
-		`not-json{`,
-		`{"command": "ls -la", "descr`, // cut off (finish_reason length)
-		`{"a":1}}`,
-		`[1,2]`,
-		`"{\"a\":1}"`, // an object encoded twice
-		`42`,
-		`{"command": "ls -la", "description": "List files"}`,
-		` {"a": [1, {"b": "}"}]} `,
-		``,
-	} {
+	for _, args := range defect1Args {
 		t.Run(args, func(t *testing.T) {
-			var js []string
-			for i, f := range fragments(args, 5) {
-				if i == 0 {
-					js = append(js, toolChunk(tc(0, "call_1", "f", f)))
-				} else {
-					js = append(js, toolChunk(tc(0, "", "", f)))
-				}
-			}
-			_, streamed := callsOf(streamedOutput(t, chunks(append(js, finishChunk("tool_calls", ""))...)))
-			call := `{"id":"call_1","type":"function","function":{"name":"f","arguments":` + string(must(json.Marshal(args))) + `}}`
-			_, whole := callsOf(nonStreamOutput(t, `{"role":"assistant","content":null,"tool_calls":[`+call+`]}`, `"tool_calls"`))
+			_, streamed := callsOf(streamedOutput(t, fragmentedCall("f", args)))
+			_, whole := callsOf(nonStreamOutput(t, callsMessage("f", args), `"tool_calls"`))
 			if len(streamed) != 1 || len(whole) != 1 {
 				t.Fatalf("function calls: %d streamed, %d non-stream; want 1 each", len(streamed), len(whole))
 			}
@@ -102,7 +83,7 @@ func TestResponsesReusedCallIDStartsANewCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) { check(t, streamedOutput(t, in)) })
 	}
 	t.Run("non-stream", func(t *testing.T) {
-		check(t, nonStreamOutput(t, reusedIDMessage("f"), `"tool_calls"`))
+		check(t, nonStreamOutput(t, callsMessage("f", reusedIDArgs...), `"tool_calls"`))
 	})
 }
 
