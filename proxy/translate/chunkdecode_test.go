@@ -124,15 +124,7 @@ func TestChunkDecodeMatchesJSONv2(t *testing.T) {
 			}
 		}
 	}
-	took := 0
-	for _, s := range chunkDecodeSamples {
-		if checkChunkDecode(t, []byte(s)) {
-			took++
-		}
-	}
-	if took != chunkUsualShapes {
-		t.Errorf("the scanner took %d of the samples, want the %d usual shapes", took, chunkUsualShapes)
-	}
+	checkSamples(t, chunkDecodeSamples, chunkUsualShapes, checkChunkDecode)
 }
 
 // Random edits of the fixtures' chunks and the samples decode as jsonv2

@@ -71,6 +71,14 @@ func startProxyConfig(t *testing.T, cfg string, flags ...string) *proxyProc {
 	return p
 }
 
+// serveBackend serves backend on a loopback port until the test ends; it
+// returns its api_base.
+func serveBackend(t *testing.T, backend http.Handler) string {
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
 // writeFile writes content to a file name in a directory of the test's
 // own, and returns its path.
 func writeFile(t *testing.T, name, content string) string {
@@ -184,9 +192,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	const streams = 50
 	backend := stub.New(stub.Options{Events: 30, EventDelay: 100 * time.Millisecond}) // 3 s a stream
-	bsrv := httptest.NewServer(backend)
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--grace", "20s")
+	p := startProxy(t, serveBackend(t, backend), "--grace", "20s")
 
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: streams}}
 	var live sync.WaitGroup
@@ -304,9 +310,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 func TestDrainGraceExpires(t *testing.T) {
 	t.Parallel()
 	backend := stub.New(stub.Options{Events: 30, EventDelay: time.Second}) // 30 s a stream
-	bsrv := httptest.NewServer(backend)
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--grace", "1s")
+	p := startProxy(t, serveBackend(t, backend), "--grace", "1s")
 	var live, wg sync.WaitGroup
 	for i := range 3 {
 		live.Add(1)
@@ -374,9 +378,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 		t.Skip("waits for the 10 s ReadHeaderTimeout")
 	}
 	t.Parallel()
-	bsrv := httptest.NewServer(stub.New(stub.Options{}))
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1")
+	p := startProxy(t, serveBackend(t, stub.New(stub.Options{})))
 	addr := strings.TrimPrefix(p.url, "http://")
 
 	type cut struct {
@@ -441,9 +443,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 // and only there.
 func TestPprofFlag(t *testing.T) {
 	t.Parallel()
-	bsrv := httptest.NewServer(stub.New(stub.Options{}))
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--pprof", "127.0.0.1:0")
+	p := startProxy(t, serveBackend(t, stub.New(stub.Options{})), "--pprof", "127.0.0.1:0")
 	addr := p.waitLog(t, `msg="pprof listening" addr=(\S+)`)
 	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
