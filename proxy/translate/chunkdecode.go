@@ -51,7 +51,7 @@ func (d *fastDecoder) chunk(ck *chat.Chunk, id, model string) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			return true, k == '[' && d.chunkChoices(&ck.Choices)
 		case "usage":
@@ -59,7 +59,7 @@ func (d *fastDecoder) chunk(ck *chat.Chunk, id, model string) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			ck.Usage = new(chat.Usage)
 			return true, k == '{' && d.small(ck.Usage)
@@ -85,7 +85,7 @@ func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
 					return true, false
 				}
 				if k == 'n' {
-					return true, d.null()
+					return true, d.skip()
 				}
 				return true, d.delta(&ch.Delta)
 			case "finish_reason":
@@ -116,7 +116,7 @@ func (d *fastDecoder) delta(dl *chat.Delta) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			return true, k == '[' && list(d, &dl.ToolCalls, 1, d.toolCallDelta)
 		}
@@ -138,7 +138,7 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			f := &tc.Function
 			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
@@ -155,16 +155,10 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 	})
 }
 
-// null consumes a null.
-func (d *fastDecoder) null() bool {
-	_, ok := d.raw()
-	return ok
-}
-
 // nullStr reads a string, or null (leaving *dst as it is).
 func (d *fastDecoder) nullStr(dst *string, k byte) bool {
 	if k == 'n' {
-		return d.null()
+		return d.skip()
 	}
 	return k == '"' && d.str(dst)
 }
@@ -183,7 +177,7 @@ func (d *fastDecoder) nullStrAs(dst *string, k byte, usual string) bool {
 // nullInt reads an integer, or null (leaving *dst as it is).
 func (d *fastDecoder) nullInt(dst *int, k byte) bool {
 	if k == 'n' {
-		return d.null()
+		return d.skip()
 	}
 	var n int64
 	if !d.integer(&n) || int64(int(n)) != n {
