@@ -34,6 +34,11 @@ func decodeRequestFast(body []byte, req *messages.Request) bool {
 
 type fastDecoder struct {
 	sc scanner
+	// masks are the seen masks of the objects being read, one per level
+	// of nesting: object hands f a pointer to one, which would otherwise
+	// be allocated for every object read.
+	masks [8]uint32
+	depth int
 }
 
 // errGiveUp stops the scanner's loops when the fast decoder gives up.
@@ -217,16 +222,25 @@ func (d *fastDecoder) objectNulls(nulls bool, f func(name []byte, k byte, mask *
 	if d.sc.ws() != '{' {
 		return false
 	}
-	var mask uint32
-	return d.members(func(name []byte, k byte) bool {
+	var mask *uint32
+	if d.depth < len(d.masks) {
+		mask = &d.masks[d.depth]
+		*mask = 0
+	} else {
+		mask = new(uint32)
+	}
+	d.depth++
+	ok := d.members(func(name []byte, k byte) bool {
 		if k == 'n' && !nulls {
 			return false
 		}
-		if known, ok := f(name, k, &mask); known {
+		if known, ok := f(name, k, mask); known {
 			return ok
 		}
 		return d.skip()
 	})
+	d.depth--
+	return ok
 }
 
 func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
