@@ -17,17 +17,18 @@ import (
 // in turn; before, such a chunk was dropped as not a chunk).
 var chunkDecodeOptions = json.JoinOptions(chunkOptions, jsontext.AllowDuplicateNames(true))
 
-// decodeChunk decodes one chunk's data into ck, reusing ck.Choices'
-// array. The result is jsonv2's with chunkDecodeOptions: the scanner decodes
-// the usual shape, and gives up on anything whose result it is not sure
-// matches (an error object, a repeated member, an escaped member name,
-// a member of an unexpected kind, text that is not valid UTF-8); jsonv2
-// then decodes it, and its error is returned.
-func decodeChunk(data []byte, ck *chat.Chunk) error {
-	choices := ck.Choices[:0]
+// decodeChunk decodes one chunk's data into ck with d (reused from chunk
+// to chunk, as ck and its Choices' array are). The result is jsonv2's with
+// chunkDecodeOptions: the scanner decodes the usual shape, and gives up on
+// anything whose result it is not sure matches (an error object, a
+// repeated member, an escaped member name, a member of an unexpected kind,
+// text that is not valid UTF-8); jsonv2 then decodes it, and its error is
+// returned.
+func decodeChunk(d *fastDecoder, data []byte, ck *chat.Chunk) error {
+	choices, id, model := ck.Choices[:0], ck.ID, ck.Model
 	*ck = chat.Chunk{Choices: choices}
-	d := fastDecoder{sc: scanner{b: data}}
-	if d.chunk(ck) && d.sc.ws() == 0 && d.sc.i == len(data) {
+	*d = fastDecoder{sc: scanner{b: data}}
+	if d.chunk(ck, id, model) && d.sc.ws() == 0 && d.sc.i == len(data) {
 		return nil
 	}
 	*ck = chat.Chunk{Choices: choices}
@@ -36,19 +37,21 @@ func decodeChunk(data []byte, ck *chat.Chunk) error {
 
 // A member whose value is null is left zero, as jsonv2 leaves it.
 
-func (d *fastDecoder) chunk(ck *chat.Chunk) bool {
+// chunk reads a chunk; id and model are the previous chunk's, whose
+// strings are kept when they come again (they do in every chunk).
+func (d *fastDecoder) chunk(ck *chat.Chunk, id, model string) bool {
 	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "id":
-			return true, seen(mask, 0) && d.nullStr(&ck.ID, k)
+			return true, seen(mask, 0) && d.nullStrAs(&ck.ID, k, id)
 		case "model":
-			return true, seen(mask, 1) && d.nullStr(&ck.Model, k)
+			return true, seen(mask, 1) && d.nullStrAs(&ck.Model, k, model)
 		case "choices":
 			if !seen(mask, 2) {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			return true, k == '[' && d.chunkChoices(&ck.Choices)
 		case "usage":
@@ -56,7 +59,7 @@ func (d *fastDecoder) chunk(ck *chat.Chunk) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			ck.Usage = new(chat.Usage)
 			return true, k == '{' && d.small(ck.Usage)
@@ -82,11 +85,11 @@ func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
 					return true, false
 				}
 				if k == 'n' {
-					return true, d.null()
+					return true, d.skip()
 				}
 				return true, d.delta(&ch.Delta)
 			case "finish_reason":
-				return true, seen(mask, 2) && d.nullStr(&ch.FinishReason, k)
+				return true, seen(mask, 2) && d.nullStrAs(&ch.FinishReason, k, "stop")
 			case "stop_reason":
 				return true, d.rawMember(&ch.StopReason, mask, 3)
 			}
@@ -99,7 +102,7 @@ func (d *fastDecoder) delta(dl *chat.Delta) bool {
 	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "role":
-			return true, seen(mask, 0) && d.nullStr(&dl.Role, k)
+			return true, seen(mask, 0) && d.nullStrAs(&dl.Role, k, "assistant")
 		case "content":
 			return true, seen(mask, 1) && d.nullStr(&dl.Content, k)
 		case "reasoning_content":
@@ -113,7 +116,7 @@ func (d *fastDecoder) delta(dl *chat.Delta) bool {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			return true, k == '[' && list(d, &dl.ToolCalls, 1, d.toolCallDelta)
 		}
@@ -129,13 +132,13 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 		case "id":
 			return true, seen(mask, 1) && d.nullStr(&tc.ID, k)
 		case "type":
-			return true, seen(mask, 2) && d.nullStr(&tc.Type, k)
+			return true, seen(mask, 2) && d.nullStrAs(&tc.Type, k, "function")
 		case "function":
 			if !seen(mask, 3) {
 				return true, false
 			}
 			if k == 'n' {
-				return true, d.null()
+				return true, d.skip()
 			}
 			f := &tc.Function
 			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
@@ -152,24 +155,29 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 	})
 }
 
-// null consumes a null.
-func (d *fastDecoder) null() bool {
-	_, ok := d.raw()
-	return ok
-}
-
 // nullStr reads a string, or null (leaving *dst as it is).
 func (d *fastDecoder) nullStr(dst *string, k byte) bool {
 	if k == 'n' {
-		return d.null()
+		return d.skip()
 	}
 	return k == '"' && d.str(dst)
+}
+
+// nullStrAs reads a string, or null, as nullStr does; a string without
+// escapes whose text is usual's takes usual, allocating nothing.
+func (d *fastDecoder) nullStrAs(dst *string, k byte, usual string) bool {
+	if k == '"' && d.sc.i+len(usual)+1 < len(d.sc.b) && d.sc.b[d.sc.i+len(usual)+1] == '"' && string(d.sc.b[d.sc.i+1:d.sc.i+len(usual)+1]) == usual {
+		_, ok := d.raw()
+		*dst = usual
+		return ok
+	}
+	return d.nullStr(dst, k)
 }
 
 // nullInt reads an integer, or null (leaving *dst as it is).
 func (d *fastDecoder) nullInt(dst *int, k byte) bool {
 	if k == 'n' {
-		return d.null()
+		return d.skip()
 	}
 	var n int64
 	if !d.integer(&n) || int64(int(n)) != n {
