@@ -202,17 +202,18 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 	})
 }
 
-// rawString is a raw value that must be a JSON string: it reports the
-// string (quoted) when it is one, nil for null or absent, and an error
-// naming where for another kind.
-func rawString(v jsontext.Value, where string) (jsontext.Value, error) {
+// rawString is a raw value that must be a JSON string, member field of
+// element i of list: it reports the string (quoted) when it is one, nil
+// for null or absent, and an error naming list.i.field for another kind
+// (the path is written only then: most requests have no error to word).
+func rawString(v jsontext.Value, list string, i int, field string) (jsontext.Value, error) {
 	switch v.Kind() {
 	case '"':
 		return v, nil
 	case 'n', jsontext.KindInvalid:
 		return nil, nil
 	}
-	return nil, invalidf("%s: must be a string, got %s", where, kindName(v.Kind()))
+	return nil, invalidf("%s.%d.%s: must be a string, got %s", list, i, field, kindName(v.Kind()))
 }
 
 // prefixed puts where in front of a decode error's path.
