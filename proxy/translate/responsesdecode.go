@@ -56,7 +56,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 		case "user":
 			return true, d.rawMember(&req.User, mask, 6)
 		case "tools":
-			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools)
+			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools, 16)
 		case "stream":
 			return true, seen(mask, 8) && d.boolean(&req.Stream, k)
 		case "parallel_tool_calls":
@@ -166,8 +166,10 @@ func (d *fastDecoder) responsesPart(p *responses.Part) bool {
 	})
 }
 
-func (d *fastDecoder) responsesTools(dst *[]responses.Tool) bool {
-	return list(d, dst, 16, d.responsesTool)
+// responsesTools reads a list of tools: size is the capacity it usually
+// needs (a namespace holds a few).
+func (d *fastDecoder) responsesTools(dst *[]responses.Tool, size int) bool {
+	return list(d, dst, size, d.responsesTool)
 }
 
 func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
@@ -196,7 +198,7 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 				return false, false
 			})
 		case "tools":
-			return true, seen(mask, 5) && k == '[' && d.responsesTools(&t.Tools)
+			return true, seen(mask, 5) && k == '[' && d.responsesTools(&t.Tools, 4)
 		}
 		return false, false
 	})
