@@ -48,15 +48,22 @@ func acquire(t *testing.T, bl *Balancer, r Request) *Lease {
 	return l
 }
 
+// serveSession runs one request of session key to pool "coder" that ends
+// with res (and detail), and returns the index of its backend.
+func serveSession(t *testing.T, bl *Balancer, key string, res Result, detail string) int {
+	t.Helper()
+	l := acquire(t, bl, Request{Alias: "coder", Session: key})
+	l.Done(res, detail)
+	return index(bl, l.Backend)
+}
+
 func TestSimpleShuffleFollowsWeights(t *testing.T) {
 	weights := []float64{1, 2, 3}
 	bl := New(poolConfig(t, weights, "", "router_settings: {routing_strategy: simple-shuffle}\n"), Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	counts := make([]int, 3)
 	const n = 3000
 	for i := range n {
-		l := acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("s", i%7)}) // sessions do not matter here
-		counts[index(bl, l.Backend)]++
-		l.Done(Succeeded, "")
+		counts[serveSession(t, bl, fmt.Sprint("s", i%7), Succeeded, "")]++ // sessions do not matter here
 	}
 	for i, w := range weights {
 		want := n * w / 6
@@ -99,9 +106,7 @@ func TestAffinityWeighted(t *testing.T) {
 	bl := New(poolConfig(t, []float64{1, 3}, "", ""), Options{})
 	counts := make([]int, 2)
 	for s := range 2000 {
-		l := acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("w", s)})
-		counts[index(bl, l.Backend)]++
-		l.Done(Succeeded, "")
+		counts[serveSession(t, bl, fmt.Sprint("w", s), Succeeded, "")]++
 	}
 	if counts[1] < 1350 || counts[1] > 1650 {
 		t.Errorf("weights 1:3 gave sessions %v, want about 500:1500", counts)
@@ -197,19 +202,14 @@ func TestFailuresCoolAndProbeBringsBack(t *testing.T) {
 	var key string
 	for i := 0; ; i++ {
 		key = fmt.Sprint("k", i)
-		l := acquire(t, bl, Request{Alias: "coder", Session: key})
-		ok := index(bl, l.Backend) == 0
-		l.Done(Succeeded, "")
-		if ok {
+		if serveSession(t, bl, key, Succeeded, "") == 0 {
 			break
 		}
 	}
 	for range 2 {
-		l := acquire(t, bl, Request{Alias: "coder", Session: key})
-		if index(bl, l.Backend) != 0 {
+		if serveSession(t, bl, key, Failed, "backend unreachable") != 0 {
 			t.Fatal("session left its backend before it cooled")
 		}
-		l.Done(Failed, "backend unreachable")
 	}
 	st := bl.Snapshot()[0]
 	if st.State != "cooling" || st.CoolingUntil == nil || st.LastError != "backend unreachable" {
@@ -219,11 +219,9 @@ func TestFailuresCoolAndProbeBringsBack(t *testing.T) {
 		t.Error("not ready with one healthy backend")
 	}
 	for range 20 {
-		l := acquire(t, bl, Request{Alias: "coder", Session: key})
-		if index(bl, l.Backend) != 1 {
+		if serveSession(t, bl, key, Succeeded, "") != 1 {
 			t.Fatal("a cooling backend got a request")
 		}
-		l.Done(Succeeded, "")
 	}
 	if bl.Counters().Moves[MoveDown] != 1 {
 		t.Errorf("moves %v, want one down", bl.Counters().Moves)
@@ -237,11 +235,9 @@ func TestFailuresCoolAndProbeBringsBack(t *testing.T) {
 	if st := bl.Snapshot()[0]; st.State != "healthy" {
 		t.Fatalf("after a good probe: %+v", st)
 	}
-	l := acquire(t, bl, Request{Alias: "coder", Session: key})
-	if index(bl, l.Backend) != 0 {
+	if serveSession(t, bl, key, Succeeded, "") != 0 {
 		t.Error("the session did not return to its backend")
 	}
-	l.Done(Succeeded, "")
 	if bl.Counters().Moves[MoveRebalanced] != 1 {
 		t.Errorf("moves %v, want one rebalanced", bl.Counters().Moves)
 	}

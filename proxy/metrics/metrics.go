@@ -123,9 +123,7 @@ type Metrics struct {
 
 // New registers every family, with its known series at 0.
 func New(s Setup) *Metrics {
-	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_requests_total",
 			Help: "API requests served, by endpoint, model alias, backend, HTTP status sent and error type (none when it succeeded).",
@@ -183,12 +181,8 @@ func New(s Setup) *Metrics {
 		version = "unknown"
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		build, m.requests, m.duration, m.ttft, m.rate, m.tokens, m.queueWait,
-		m.retries, m.moves, m.pings, m.disconnects, newLoadCollector(s),
-	)
+	m.reg = newRegistry(build, m.requests, m.duration, m.ttft, m.rate, m.tokens, m.queueWait,
+		m.retries, m.moves, m.pings, m.disconnects, newLoadCollector(s))
 	for _, e := range Endpoints {
 		m.endpointPings[e] = m.pings.WithLabelValues(e)
 		m.endpointDisconnects[e] = m.disconnects.WithLabelValues(e)
@@ -216,14 +210,27 @@ func New(s Setup) *Metrics {
 	return m
 }
 
+// newRegistry is a registry of families, with the Go and process
+// collectors (the proxy's and the warmer's alike).
+func newRegistry(families ...prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(families...)
+	return reg
+}
+
+// serveRegistry serves reg's families in the Prometheus text format (or
+// OpenMetrics, when the scraper asks for it).
+func serveRegistry(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
 // Registry is where the families are registered (tests gather from it).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves the families in the Prometheus text format (or
 // OpenMetrics, when the scraper asks for it).
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
-}
+func (m *Metrics) Handler() http.Handler { return serveRegistry(m.reg) }
 
 // Usage is the token counts a backend reported for one request.
 type Usage struct {

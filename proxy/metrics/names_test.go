@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -20,7 +20,7 @@ func exported(t *testing.T) map[string]bool {
 	names := map[string]bool{}
 	m := New(Setup{Version: "test", Routes: []Route{{Alias: "a", Backend: "b"}}})
 	w := NewWarmer([]string{"model"})
-	for _, reg := range []gatherer{m.Registry(), w.Registry()} {
+	for _, reg := range []prometheus.Gatherer{m.Registry(), w.Registry()} {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -30,10 +30,6 @@ func exported(t *testing.T) map[string]bool {
 		}
 	}
 	return names
-}
-
-type gatherer interface {
-	Gather() ([]*dto.MetricFamily, error)
 }
 
 var metricName = regexp.MustCompile(`\b(?:dragoman|go|process)_[a-z0-9_]*[a-z0-9]`)
@@ -81,7 +77,7 @@ func TestExpositionLint(t *testing.T) {
 	w := NewWarmer([]string{"model"})
 	w.Observe("model", WarmOK, time.Second)
 	var text bytes.Buffer
-	for _, reg := range []gatherer{m.Registry(), w.Registry()} {
+	for _, reg := range []prometheus.Gatherer{m.Registry(), w.Registry()} {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Warm request results (the result label of dragoman_warmer_requests_total).
@@ -31,7 +29,6 @@ type Warmer struct {
 // model it warms and each result.
 func NewWarmer(models []string) *Warmer {
 	w := &Warmer{
-		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_warmer_requests_total",
 			Help: "Warm requests sent, by backend model and result (ok, error, timeout).",
@@ -42,7 +39,7 @@ func NewWarmer(models []string) *Warmer {
 			Buckets: DurationBuckets,
 		}, []string{"model"}),
 	}
-	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), w.requests, w.latency)
+	w.reg = newRegistry(w.requests, w.latency)
 	for _, m := range models {
 		for _, r := range WarmResults {
 			w.requests.WithLabelValues(m, r)
@@ -65,6 +62,4 @@ func (w *Warmer) Observe(model, result string, latency time.Duration) {
 func (w *Warmer) Registry() *prometheus.Registry { return w.reg }
 
 // Handler serves the families in the Prometheus text format.
-func (w *Warmer) Handler() http.Handler {
-	return promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{Registry: w.reg})
-}
+func (w *Warmer) Handler() http.Handler { return serveRegistry(w.reg) }

@@ -155,26 +155,24 @@ func (p *OutputPart) AppendJSON(dst []byte) []byte {
 		dst = appendString(append(dst, `,"refusal":`...), p.Refusal)
 	}
 	if p.Annotations != nil {
-		dst = append(dst, `,"annotations":[`...)
-		for i := range *p.Annotations {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, "{}"...)
-		}
-		dst = append(dst, ']')
+		dst = appendEmptyObjects(append(dst, `,"annotations":`...), len(*p.Annotations))
 	}
 	if p.Logprobs != nil {
-		dst = append(dst, `,"logprobs":[`...)
-		for i := range *p.Logprobs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, "{}"...)
-		}
-		dst = append(dst, ']')
+		dst = appendEmptyObjects(append(dst, `,"logprobs":`...), len(*p.Logprobs))
 	}
 	return append(dst, '}')
+}
+
+// appendEmptyObjects appends an array of n empty objects (a []struct{}).
+func appendEmptyObjects(dst []byte, n int) []byte {
+	dst = append(dst, '[')
+	for i := range n {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, "{}"...)
+	}
+	return append(dst, ']')
 }
 
 // appendString quotes s as json.Marshal does with AllowInvalidUTF8 (an

@@ -33,7 +33,8 @@ func randomResponse(r *rand.Rand) *Response {
 			case 1:
 				ps = append(ps, NewRefusal(str()))
 			default:
-				ps = append(ps, OutputPart{Type: str(), Text: str(), Refusal: str()})
+				empties := make([]struct{}, r.Intn(3))
+				ps = append(ps, OutputPart{Type: str(), Text: str(), Refusal: str(), Annotations: &empties, Logprobs: &empties})
 			}
 		}
 		return &ps

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,7 +21,7 @@ const chatAnswer = `{"id":"c","object":"chat.completion","model":"qwen3-coder","
 func forwardBackend(t *testing.T) (url string, firstBytes <-chan struct{}, bodies <-chan string) {
 	first := make(chan struct{}, 8)
 	got := make(chan string, 8)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url = serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := make([]byte, 1)
 		n, _ := io.ReadFull(r.Body, buf)
 		if n == 1 {
@@ -37,8 +36,7 @@ func forwardBackend(t *testing.T) (url string, firstBytes <-chan struct{}, bodie
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, chatAnswer)
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1", first, got
+	return url, first, got
 }
 
 // TestChatBodyForwardedWhileItArrives: the backend receives the start of
@@ -160,7 +158,7 @@ func TestChatForwardedBodyRetried(t *testing.T) {
 	var calls atomic.Int32
 	got := make(chan string, 4)
 	backend := func(name string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if calls.Add(1) == 1 {
 				io.ReadFull(r.Body, make([]byte, 1000))
 				w.Header().Set("Connection", "close")
@@ -176,8 +174,6 @@ func TestChatForwardedBodyRetried(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, chatAnswer)
 		}))
-		t.Cleanup(srv.Close)
-		return srv.URL + "/v1"
 	}
 	y := fmt.Sprintf(`model_list:
   - model_name: coder

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"runtime"
 	"strings"
@@ -152,8 +151,11 @@ func TestFaultConnectionRefusedRealBackoff(t *testing.T) {
 	if resp.StatusCode != 502 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	if took < 1750*time.Millisecond || took > 4*time.Second {
-		t.Errorf("502 after %s, want the 1.75 s of three backoffs and not much more", took)
+	// At least the three backoffs were waited; that no more attempts
+	// follow is TestFaultConnectionRefused's (it counts them), not a
+	// wall-clock bound's a loaded machine may miss.
+	if took < 1750*time.Millisecond {
+		t.Errorf("502 after %s, before the 1.75 s of three backoffs", took)
 	}
 }
 
@@ -247,15 +249,14 @@ func TestFaultColdStartPings(t *testing.T) {
 		sdkDone <- msg
 	}()
 
+	// That the stream was committed before the cold start ended is
+	// shown by the pings that precede the first block (counted below),
+	// not by how soon a loaded machine delivered the headers.
 	start := time.Now()
 	resp := h.post("/v1/messages", body)
 	defer resp.Body.Close()
-	headers := time.Since(start)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
-	}
-	if headers > 2*time.Second {
-		t.Errorf("headers after %s: the stream should commit at the first ping interval", headers)
 	}
 	type timed struct {
 		name string
@@ -396,7 +397,12 @@ func TestFaultBackendDiesMidStream(t *testing.T) {
 // timeout. The backend request is cancelled, not retried.
 func TestFaultStreamTimeout(t *testing.T) {
 	t.Run("first byte", func(t *testing.T) {
-		h := newHarness(t, harnessOptions{stub: stub.Options{FirstTokenDelay: 2 * time.Second}, extraYAML: "      stream_timeout: 0.3\n"})
+		// The backend's first token would come after 30 s (it is
+		// cancelled long before): a 504 naming stream_timeout can only be
+		// that limit firing, and it cannot fire before 300 ms. How much
+		// later a loaded machine gets there is not this test's to bound
+		// (it asserted 1.5 s, which a loaded CI machine need not meet).
+		h := newHarness(t, harnessOptions{stub: stub.Options{FirstTokenDelay: 30 * time.Second}, extraYAML: "      stream_timeout: 0.3\n"})
 		for _, tc := range []struct{ path, body, typ string }{
 			{"/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "api_error"},
 			{"/v1/chat/completions", `{"model":"local-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "timeout"},
@@ -412,8 +418,8 @@ func TestFaultStreamTimeout(t *testing.T) {
 			if !strings.Contains(string(b), "300ms") {
 				t.Errorf("%s: the 504 does not say the limit: %s", tc.path, b)
 			}
-			if took < 300*time.Millisecond || took > 1500*time.Millisecond {
-				t.Errorf("%s: 504 after %s with a 300 ms stream_timeout", tc.path, took)
+			if took < 300*time.Millisecond {
+				t.Errorf("%s: 504 after %s, before the 300 ms stream_timeout", tc.path, took)
 			}
 			waitCancelled(t, h, 1)
 		}
@@ -456,10 +462,11 @@ func TestFaultStreamTimeout(t *testing.T) {
 }
 
 // waitCancelled waits until the backend has seen n requests, all
-// cancelled.
+// cancelled. Its deadline only ends a hang (a loaded -race run can take
+// over a second to see a cancellation through): it is not a speed bound.
 func waitCancelled(t *testing.T, h *harness, n int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		reqs := h.backend.Requests()
 		all := len(reqs) == n
@@ -476,10 +483,11 @@ func waitCancelled(t *testing.T, h *harness, n int) {
 	}
 }
 
-// waitIdle waits until the proxy has no API request in flight.
+// waitIdle waits until the proxy has no API request in flight (its
+// deadline ends a hang, as waitCancelled's does).
 func waitIdle(t *testing.T, h *harness) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for h.server.Active() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d requests still in flight", h.server.Active())
@@ -553,7 +561,7 @@ type endless struct {
 func newEndless(t *testing.T) (*endless, string) {
 	e := &endless{ended: make(chan struct{}, 16)}
 	chunk := []byte(`data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("lorem ipsum ", 80) + `"},"finish_reason":null}]}` + "\n\n")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { e.ended <- struct{}{} }()
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -567,8 +575,7 @@ func newEndless(t *testing.T) (*endless, string) {
 			w.(http.Flusher).Flush()
 		}
 	}))
-	t.Cleanup(srv.Close)
-	return e, srv.URL + "/v1"
+	return e, url
 }
 
 // TestClientStopsReading: a client that stops reading a stream holds the

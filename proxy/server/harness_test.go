@@ -191,17 +191,39 @@ func drain(t testing.TB, resp *http.Response) string {
 	return string(readEvents(t, resp.Body))
 }
 
+// smallRequest is the small Messages request to alias coder that the
+// in-process benchmarks send, with a client's headers, to url (a full URL,
+// or a path for a handler called directly).
+func smallRequest(url string, stream bool) *http.Request {
+	s := ""
+	if stream {
+		s = `,"stream":true`
+	}
+	body := `{"model":"coder","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]` + s + `}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// serveBackend serves backend on a loopback port until the test ends; it
+// returns its api_base.
+func serveBackend(t testing.TB, backend http.Handler) string {
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
 // cannedBackend answers every request with status and the JSON body; it
 // returns its api_base.
 func cannedBackend(t testing.TB, status int, body string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
 }
 
 // quietServer is the proxy for cfg as bin/proxy builds it, logging

@@ -302,21 +302,11 @@ func streamEvents(t *testing.T, h *harness, path, body string) []byte {
 // streamedText joins the text deltas of a Messages stream.
 func streamedText(t *testing.T, events []byte) string {
 	t.Helper()
-	var b strings.Builder
-	for _, line := range strings.Split(string(events), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok || !strings.Contains(data, "text_delta") {
-			continue
-		}
-		var ev struct {
-			Delta struct{ Text string } `json:"delta"`
-		}
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("bad event %s: %v", data, err)
-		}
-		b.WriteString(ev.Delta.Text)
+	evs, err := ssecheck.Parse(events)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, events)
 	}
-	return b.String()
+	return ssecheck.Text(evs)
 }
 
 func TestMessagesStreamPingsWhileBackendIsSlow(t *testing.T) {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,37 +165,26 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	}
 }
 
-// TestMetricsRetryOn503: a pool where one backend answers 503 to every
-// request: each request that tried it first is retried on the other, and
-// dragoman_backend_retries_total{reason="status_503"} counts exactly the
-// 503s that backend sent.
+// TestMetricsRetryOn503: a pool where one backend (a stub loading its
+// model) answers 503 to every request: each request that tried it first is
+// retried on the other, and dragoman_backend_retries_total{reason=
+// "status_503"} counts exactly the 503s that backend sent.
 func TestMetricsRetryOn503(t *testing.T) {
-	var refused atomic.Int64
-	loading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		refused.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte(`{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`))
-	}))
-	defer loading.Close()
+	loading := newPoolBackend(t, stub.Options{Loading: time.Hour})
 	good := newPoolBackend(t, stub.Options{Events: 1})
 	y := "model_list:\n" +
-		"  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + loading.URL + "/v1', api_key: os.environ/TEST_BACKEND_KEY, name: loading, num_retries: 1}\n" +
+		"  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + loading.url() + "', api_key: os.environ/TEST_BACKEND_KEY, name: loading, num_retries: 1}\n" +
 		"  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '" + good.url() + "', api_key: os.environ/TEST_BACKEND_KEY, name: good, num_retries: 1}\n" +
 		"router_settings: {routing_strategy: simple-shuffle, allowed_fails: 10, cooldown_time: 60, health_check_interval: 0}\n"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
 	sent := 0
-	for ; refused.Load() < 3 && sent < 200; sent++ {
+	for ; loading.served.Load() < 3 && sent < 200; sent++ {
 		resp := h.post("/v1/chat/completions", coderBody(fmt.Sprint("r", sent), false))
 		if body := drain(t, resp); resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d %s", sent, resp.StatusCode, body)
 		}
 	}
-	n := refused.Load()
+	n := loading.served.Load()
 	if n < 3 {
 		t.Fatalf("the 503 backend got %d of %d requests under simple-shuffle", n, sent)
 	}
@@ -292,7 +279,7 @@ func TestMetricsCachedAndReasoningTokens(t *testing.T) {
 // Chat side; a message_delta's counts replace message_start's.
 func TestMetricsNativeUsage(t *testing.T) {
 	const usage = `"usage":{"input_tokens":10,"cache_read_input_tokens":6,"cache_creation_input_tokens":4,"output_tokens":1}`
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backend := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		start := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,` + usage + `}`
 		if !strings.Contains(string(body), `"stream":true`) {
@@ -312,8 +299,7 @@ func TestMetricsNativeUsage(t *testing.T) {
 			io.WriteString(w, ev+"\n\n")
 		}
 	}))
-	defer backend.Close()
-	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendora/m, api_base: '" + backend.URL + "/v1', api_key: os.environ/TEST_BACKEND_KEY, name: native}\n"
+	y := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendora/m, api_base: '" + backend + "', api_key: os.environ/TEST_BACKEND_KEY, name: native}\n"
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y})
 	for i, c := range []struct {
 		path string

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
@@ -17,9 +16,8 @@ import (
 // on or off (--metrics=false), in front of the stub backend over loopback.
 func metricsCostServer(tb testing.TB, on bool) http.Handler {
 	tb.Helper()
-	backend := httptest.NewServer(stub.New(stub.Options{Events: 64}))
-	tb.Cleanup(backend.Close)
-	cfg := loadConfig(tb, "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '"+backend.URL+"/v1', api_key: k}\n"+
+	backend := serveBackend(tb, stub.New(stub.Options{Events: 64}))
+	cfg := loadConfig(tb, "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '"+backend+"', api_key: k}\n"+
 		"general_settings: {enable_vendora_pass_through: true}\n")
 	var m *metrics.Metrics
 	bal := balance.New(cfg, balance.Options{Hooks: server.MetricsHooks(&m)})
@@ -31,17 +29,8 @@ func metricsCostServer(tb testing.TB, on bool) http.Handler {
 
 // metricsCostRequest serves one small Messages request through h.
 func metricsCostRequest(tb testing.TB, h http.Handler, stream bool) {
-	s := ""
-	if stream {
-		s = `,"stream":true`
-	}
-	body := `{"model":"coder","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]` + s + `}`
-	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	req.Header.Set("Anthropic-Version", "2023-06-01")
-	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
+	h.ServeHTTP(w, smallRequest("/v1/messages", stream))
 	if w.Code != http.StatusOK {
 		tb.Fatalf("status %d: %s", w.Code, w.Body)
 	}

@@ -153,16 +153,20 @@ func (o *observation) noteFirstToken(out []byte) {
 
 var (
 	messagesDelta = []byte(`"content_block_delta"`)
-	toolCalls     = []byte(`"tool_calls":[`)
-	textFields    = [][]byte{[]byte(`"content":`), []byte(`"reasoning_content":`), []byte(`"reasoning":`)}
+	// Every Responses event named *.delta carries content (output text,
+	// reasoning, a refusal, a tool call's arguments or input); the name is
+	// on the event line.
+	responsesDelta = []byte(".delta\ndata: ")
+	toolCalls      = []byte(`"tool_calls":[`)
+	textFields     = [][]byte{[]byte(`"content":`), []byte(`"reasoning_content":`), []byte(`"reasoning":`)}
 )
 
 // carriesToken reports whether relayed stream bytes hold content: a
-// Messages content_block_delta, or a Chat chunk whose delta has non-empty
-// text, reasoning or a tool call (the first chunk, with the role and an
-// empty content, has none).
+// Messages content_block_delta, a Responses delta event, or a Chat chunk
+// whose delta has non-empty text, reasoning or a tool call (the first
+// chunk, with the role and an empty content, has none).
 func carriesToken(out []byte) bool {
-	if bytes.Contains(out, messagesDelta) || bytes.Contains(out, toolCalls) {
+	if bytes.Contains(out, messagesDelta) || bytes.Contains(out, responsesDelta) || bytes.Contains(out, toolCalls) {
 		return true
 	}
 	for _, f := range textFields {

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/overflow/overflowtest"
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
 type errorBody struct {
@@ -37,7 +36,7 @@ func readError(t *testing.T, resp *http.Response) (int, errorBody, string) {
 // endpoints, streamed and not: each is a real 400 (a stream fails before
 // its commit) in the words the caller's clients act on.
 func TestOverflowEachServerWordingBothEndpoints(t *testing.T) {
-	all, err := overflowtest.All()
+	all, err := fixtures.OverflowErrors()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func TestOverflowEachServerWordingBothEndpoints(t *testing.T) {
 // TestOverflowNumbersFromTheConfiguredWindow: a backend that names no
 // numbers (Ollama) gets them from proxy_params.context_window.
 func TestOverflowNumbersFromTheConfiguredWindow(t *testing.T) {
-	f, err := overflowtest.Read("ollama-excess.txt")
+	f, err := fixtures.ReadOverflowError("ollama-excess.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +83,17 @@ func TestOverflowNumbersFromTheConfiguredWindow(t *testing.T) {
 // committed the Messages stream; its overflow then ends the stream with an
 // error event in the same words.
 func TestOverflowAfterCommit(t *testing.T) {
-	f, err := overflowtest.Read("llamacpp.txt")
+	f, err := fixtures.ReadOverflowError("llamacpp.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backend := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(300 * time.Millisecond)
 		w.WriteHeader(f.Status)
 		w.Write(f.Body)
 	}))
-	t.Cleanup(srv.Close)
-	h := newHarness(t, harnessOptions{backendURL: srv.URL + "/v1", ping: 50 * time.Millisecond})
+	h := newHarness(t, harnessOptions{backendURL: backend, ping: 50 * time.Millisecond})
 	resp := h.post("/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

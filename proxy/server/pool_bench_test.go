@@ -32,12 +32,8 @@ func BenchmarkPool(b *testing.B) {
 			proxy := httptest.NewServer(quietServer(b, cfg, bal, server.Options{}))
 			b.Cleanup(proxy.Close)
 			client := &http.Client{}
-			body := `{"model":"coder","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`
 			send := func() {
-				req, _ := http.NewRequest(http.MethodPost, proxy.URL+"/v1/messages", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+clientKey)
-				req.Header.Set("Anthropic-Version", "2023-06-01")
-				req.Header.Set("Content-Type", "application/json")
+				req := smallRequest(proxy.URL+"/v1/messages", false)
 				req.Header.Set(server.SessionHeader, "179b29e7-4a3f-4eb6-a37f-0c8eb28d1106")
 				resp, err := client.Do(req)
 				if err != nil {

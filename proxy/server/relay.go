@@ -170,7 +170,11 @@ func relay(w http.ResponseWriter, r *http.Request, body io.Reader, feed func(dst
 		}, nil, ping, every)
 		defer pg.stop()
 	}
-	var out []byte
+	// What one read translates to, in a pooled buffer: grown from nothing
+	// for every stream, it was a good part of what a translated stream
+	// allocated.
+	out := bufpool.Get(4 << 10)
+	defer func() { bufpool.Put(out) }()
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {

@@ -3,7 +3,6 @@ package server_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ func TestChatStreamRelaysSlowEventsWithoutPings(t *testing.T) {
 // (see translate's stream state machine): while a backend streams them
 // slowly nothing else reaches the client, so pings must.
 func TestMessagesStreamPingsWhileToolArgumentsAreHeld(t *testing.T) {
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backend := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		send := func(delta string) {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":%s}]}\n\n", delta)
@@ -61,8 +60,7 @@ func TestMessagesStreamPingsWhileToolArgumentsAreHeld(t *testing.T) {
 		}
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
 	}))
-	defer backend.Close()
-	h := newHarness(t, harnessOptions{backendURL: backend.URL + "/v1", ping: 50 * time.Millisecond})
+	h := newHarness(t, harnessOptions{backendURL: backend, ping: 50 * time.Millisecond})
 	events := streamEvents(t, h, "/v1/messages", `{"model":"local-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	text := string(events)
 	start := strings.Index(text, `"type":"tool_use"`)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -54,9 +53,7 @@ func (e *echoingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // key does not reach the client (body or headers) or the logs.
 func TestSecretsBackendKeyNotInResponses(t *testing.T) {
 	backend := &echoingBackend{}
-	srv := httptest.NewServer(backend)
-	t.Cleanup(srv.Close)
-	h := newHarness(t, harnessOptions{backendURL: srv.URL + "/v1", extraYAML: "      num_retries: 1\n"})
+	h := newHarness(t, harnessOptions{backendURL: serveBackend(t, backend), extraYAML: "      num_retries: 1\n"})
 	type answer struct {
 		status int
 		shape  string
@@ -115,14 +112,13 @@ func TestSecretsClientKeyNeverSentToBackend(t *testing.T) {
 	var mu sync.Mutex
 	var seen []stub.Request
 	backend := stub.New(stub.Options{Tokenize: true})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	recorder := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, stub.Request{Path: r.URL.Path, Header: r.Header.Clone()})
 		mu.Unlock()
 		backend.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	h := newHarness(t, harnessOptions{backendURL: srv.URL + "/v1"})
+	h := newHarness(t, harnessOptions{backendURL: recorder})
 	const canary = "client-header-canary-7f3a"
 	requests := []struct{ path, body string }{
 		{"/v1/messages", goodMessages},

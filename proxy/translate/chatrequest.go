@@ -38,7 +38,7 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	model, m, err := requestModel(top)
+	target, stream, rename, err := passThroughTarget(top, resolve)
 	if err != nil {
 		return BackendRequest{}, err
 	}
@@ -49,17 +49,8 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if len(top.msgs) == 0 {
 		return BackendRequest{}, invalidf("messages: must not be empty")
 	}
-	stream, err := streamFlag(top)
-	if err != nil {
-		return BackendRequest{}, err
-	}
-	target, err := resolveTarget(resolve, model)
-	if err != nil {
-		return BackendRequest{}, err
-	}
 
-	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
-	edits := []edit{{m.start, m.end, q}}
+	edits := []edit{rename}
 	prompt := 0
 	if target.ContextWindow > 0 {
 		tools, _ := top.get("tools")

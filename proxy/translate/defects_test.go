@@ -96,34 +96,10 @@ func fragments(s string, n int) []string {
 // non-stream path gave {"raw_arguments": …}. Both now give the same
 // input, always an object.
 func TestToolInputIsAnObjectAndTheSameStreamOrNot(t *testing.T) {
-	for _, args := range []string{
-		`not-json{`,
-		`{"command": "ls -la", "descr`, // cut off (finish_reason length)
-		`{"a":1}}`,
-		`{"a":1} x`,
-		`[1,2]`,
-		`"{\"a\":1}"`, // an object encoded twice
-		`"just text"`,
-		`42`,
-		`{"command": "ls -la", "description": "List files"}`,
-		` {"a": [1, {"b": "}"}]} `,
-		``,
-		`   `,
-	} {
+	for _, args := range defect1Args {
 		t.Run(args, func(t *testing.T) {
-			var js []string
-			for i, f := range fragments(args, 5) {
-				if i == 0 {
-					js = append(js, toolChunk(tc(0, "call_1", "Bash", f)))
-				} else {
-					js = append(js, toolChunk(tc(0, "", "", f)))
-				}
-			}
-			js = append(js, finishChunk("tool_calls", ""))
-			_, streamed, _ := streamToolInputs(t, chunks(js...))
-
-			call := `{"id":"call_1","type":"function","function":{"name":"Bash","arguments":` + string(must(json.Marshal(args))) + `}}`
-			_, whole, _, _ := nonStreamToolInputs(t, `{"role":"assistant","content":null,"tool_calls":[`+call+`]}`, `"tool_calls"`)
+			_, streamed, _ := streamToolInputs(t, fragmentedCall("Bash", args))
+			_, whole, _, _ := nonStreamToolInputs(t, callsMessage("Bash", args), `"tool_calls"`)
 
 			if len(streamed) != 1 || len(whole) != 1 {
 				t.Fatalf("tool_use blocks: %d streamed, %d non-stream; want 1 each", len(streamed), len(whole))
@@ -152,32 +128,8 @@ func jsonEqual(t *testing.T, a, b string) bool {
 // first call's block, its arguments joined to {"city":"SF"}{"city":"CHI"}.
 // Each call now gets its own block and an id of its own.
 func TestReusedToolCallIDStartsANewCall(t *testing.T) {
-	wantInputs := []string{`{"city":"SF"}`, `{"city":"CHI"}`}
-	for name, in := range map[string][]byte{
-		"same index, id and name again": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":`)),
-			toolChunk(tc(0, "", "", `"SF"}`)),
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"same index and id, no name": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(0, "call_1", "", `{"city":`)),
-			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"header first, arguments after": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(0, "call_1", "get_weather", ``)),
-			toolChunk(tc(0, "", "", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"another index": chunks(
-			toolChunk(tc(0, "call_1", "get_weather", `{"city":"SF"}`)),
-			toolChunk(tc(1, "call_1", "get_weather", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-	} {
+	wantInputs := reusedIDArgs
+	for name, in := range reusedIDStreams("get_weather") {
 		t.Run(name, func(t *testing.T) {
 			ids, inputs, stop := streamToolInputs(t, in)
 			if !slices.Equal(inputs, wantInputs) {
@@ -196,14 +148,87 @@ func TestReusedToolCallIDStartsANewCall(t *testing.T) {
 		})
 	}
 	t.Run("non-stream", func(t *testing.T) {
-		call := func(args string) string {
-			return `{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":` + string(must(json.Marshal(args))) + `}}`
-		}
-		ids, inputs, _, _ := nonStreamToolInputs(t, `{"role":"assistant","content":null,"tool_calls":[`+call(wantInputs[0])+`,`+call(wantInputs[1])+`]}`, `"tool_calls"`)
+		ids, inputs, _, _ := nonStreamToolInputs(t, callsMessage("get_weather", reusedIDArgs...), `"tool_calls"`)
 		if !slices.Equal(inputs, wantInputs) || ids[0] != "call_1" || ids[1] == ids[0] {
 			t.Fatalf("ids %q inputs %q: want two calls with ids of their own", ids, inputs)
 		}
 	})
+}
+
+// defect1Args are tool call arguments that are not a JSON object, or are
+// one around spaces or an object in a string.
+var defect1Args = []string{
+	`not-json{`,
+	`{"command": "ls -la", "descr`, // cut off (finish_reason length)
+	`{"a":1}}`,
+	`{"a":1} x`,
+	`[1,2]`,
+	`"{\"a\":1}"`, // an object encoded twice
+	`"just text"`,
+	`42`,
+	`{"command": "ls -la", "description": "List files"}`,
+	` {"a": [1, {"b": "}"}]} `,
+	``,
+	`   `,
+}
+
+// fragmentedCall is a backend stream of one call of the function name
+// under call_1, its arguments args in five fragments.
+func fragmentedCall(name, args string) []byte {
+	var js []string
+	for i, f := range fragments(args, 5) {
+		if i == 0 {
+			js = append(js, toolChunk(tc(0, "call_1", name, f)))
+		} else {
+			js = append(js, toolChunk(tc(0, "", "", f)))
+		}
+	}
+	return chunks(append(js, finishChunk("tool_calls", ""))...)
+}
+
+// callsMessage is a non-stream answer's message with a call of the
+// function name for each of args, all under the id call_1.
+func callsMessage(name string, args ...string) string {
+	calls := make([]string, len(args))
+	for i, a := range args {
+		calls[i] = `{"id":"call_1","type":"function","function":{"name":"` + name + `","arguments":` + string(must(json.Marshal(a))) + `}}`
+	}
+	return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(calls, ",") + `]}`
+}
+
+// reusedIDArgs are the arguments of the two calls of reusedIDStreams and
+// reusedIDMessage.
+var reusedIDArgs = []string{`{"city":"SF"}`, `{"city":"CHI"}`}
+
+// reusedIDStreams are backend streams that send a second call of the
+// function name under the id call_1 the first call has, each way backends
+// have been seen to.
+func reusedIDStreams(name string) map[string][]byte {
+	return map[string][]byte{
+		"same index, id and name again": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":`)),
+			toolChunk(tc(0, "", "", `"SF"}`)),
+			toolChunk(tc(0, "call_1", name, `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"same index and id, no name": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(0, "call_1", "", `{"city":`)),
+			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"header first, arguments after": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(0, "call_1", name, ``)),
+			toolChunk(tc(0, "", "", `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+		"another index": chunks(
+			toolChunk(tc(0, "call_1", name, `{"city":"SF"}`)),
+			toolChunk(tc(1, "call_1", name, `{"city":"CHI"}`)),
+			finishChunk("tool_calls", ""),
+		),
+	}
 }
 
 // Defect 3: the Chat refusal field was dropped: the client got an empty

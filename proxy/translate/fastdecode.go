@@ -34,6 +34,11 @@ func decodeRequestFast(body []byte, req *messages.Request) bool {
 
 type fastDecoder struct {
 	sc scanner
+	// masks are the seen masks of the objects being read, one per level
+	// of nesting: object hands f a pointer to one, which would otherwise
+	// be allocated for every object read.
+	masks [8]uint32
+	depth int
 }
 
 // errGiveUp stops the scanner's loops when the fast decoder gives up.
@@ -83,7 +88,11 @@ func (d *fastDecoder) str(dst *string) bool {
 		*dst = string(v[1 : len(v)-1])
 		return true
 	}
-	return json.Unmarshal(v, dst) == nil
+	// The scanner validated v: unquoting it gives what jsonv2 would.
+	var buf [128]byte
+	text, err := jsontext.AppendUnquote(buf[:0], v)
+	*dst = string(text)
+	return err == nil
 }
 
 // small decodes a member with jsonv2, as decodeRequest would.
@@ -105,7 +114,7 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 	ok := d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "model":
-			return true, seen(mask, 0) && k == '"' && d.str(&req.Model)
+			return true, d.strMember(&req.Model, k, mask, 0)
 		case "messages":
 			return true, seen(mask, 1) && k == '[' && d.messageList(&req.Messages)
 		case "system":
@@ -148,6 +157,11 @@ func (d *fastDecoder) request(req *messages.Request) bool {
 	return ok && d.sc.ws() == 0 && d.sc.i == len(d.sc.b)
 }
 
+// strMember reads a member of kind k that must be a string.
+func (d *fastDecoder) strMember(dst *string, k byte, mask *uint32, bit uint) bool {
+	return seen(mask, bit) && k == '"' && d.str(dst)
+}
+
 // rawMember keeps a member's value as it stands in the body.
 func (d *fastDecoder) rawMember(dst *jsontext.Value, mask *uint32, bit uint) bool {
 	v, ok := d.raw()
@@ -161,8 +175,7 @@ func (d *fastDecoder) boolean(dst *bool, k byte) bool {
 		return false
 	}
 	*dst = k == 't'
-	_, ok := d.raw()
-	return ok
+	return d.skip()
 }
 
 // list reads the array at the scanner (its '[' next) into *dst, each
@@ -200,29 +213,43 @@ func (d *fastDecoder) strings(dst *[]string) bool {
 // false for a name it does not know, and that member is skipped (jsonv2
 // matches names exactly, as the fast decoder does).
 func (d *fastDecoder) object(f func(name []byte, k byte, mask *uint32) (known, ok bool)) bool {
+	return d.objectNulls(false, f)
+}
+
+// objectNulls reads an object as object does; with nulls, f is also given
+// the members whose value is null (k 'n'), else null gives up.
+func (d *fastDecoder) objectNulls(nulls bool, f func(name []byte, k byte, mask *uint32) (known, ok bool)) bool {
 	if d.sc.ws() != '{' {
 		return false
 	}
-	var mask uint32
-	return d.members(func(name []byte, k byte) bool {
-		if k == 'n' {
+	var mask *uint32
+	if d.depth < len(d.masks) {
+		mask = &d.masks[d.depth]
+		*mask = 0
+	} else {
+		mask = new(uint32)
+	}
+	d.depth++
+	ok := d.members(func(name []byte, k byte) bool {
+		if k == 'n' && !nulls {
 			return false
 		}
-		if known, ok := f(name, k, &mask); known {
+		if known, ok := f(name, k, mask); known {
 			return ok
 		}
-		_, ok := d.raw()
-		return ok
+		return d.skip()
 	})
+	d.depth--
+	return ok
 }
 
 func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&tc.Type)
+			return true, d.strMember(&tc.Type, k, mask, 0)
 		case "name":
-			return true, seen(mask, 1) && k == '"' && d.str(&tc.Name)
+			return true, d.strMember(&tc.Name, k, mask, 1)
 		case "disable_parallel_tool_use":
 			return true, seen(mask, 2) && d.boolean(&tc.DisableParallelToolUse, k)
 		}
@@ -243,7 +270,7 @@ func (d *fastDecoder) thinking(t *messages.Thinking) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+			return true, d.strMember(&t.Type, k, mask, 0)
 		case "budget_tokens":
 			return true, seen(mask, 1) && d.integer(&t.BudgetTokens)
 		}
@@ -256,7 +283,7 @@ func (d *fastDecoder) outputConfig(o *messages.OutputConfig) bool {
 		if string(name) != "effort" {
 			return false, false
 		}
-		return true, seen(mask, 0) && k == '"' && d.str(&o.Effort)
+		return true, d.strMember(&o.Effort, k, mask, 0)
 	})
 }
 
@@ -265,7 +292,7 @@ func (d *fastDecoder) messageList(dst *[]messages.Message) bool {
 		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "role":
-				return true, seen(mask, 0) && k == '"' && d.str(&m.Role)
+				return true, d.strMember(&m.Role, k, mask, 0)
 			case "content":
 				return true, seen(mask, 1) && d.content(&m.Content, k)
 			}
@@ -296,16 +323,9 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 	}
 	var mask uint32
 	return d.members(func(name []byte, k byte) bool {
-		skip := func() bool { _, ok := d.raw(); return ok }
 		switch string(name) {
 		case "type":
-			if !seen(&mask, 0) {
-				return false
-			}
-			if k == '"' {
-				return d.str(&b.Type)
-			}
-			return skip()
+			return seen(&mask, 0) && d.strOrSkip(&b.Type, k)
 		case "text":
 			return k != 'n' && d.rawMember(&b.Text, &mask, 1)
 		case "input":
@@ -317,7 +337,7 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 			if k == '{' {
 				return d.small(&b.Source)
 			}
-			return skip()
+			return d.skip()
 		case "content":
 			if !seen(&mask, 4) {
 				return false
@@ -326,22 +346,13 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 				b.Content = new(messages.Content)
 				return d.content(b.Content, k)
 			}
-			return skip()
-		case "id", "name", "tool_use_id":
-			dst, bit := &b.ID, uint(5)
-			switch string(name) {
-			case "name":
-				dst, bit = &b.Name, 6
-			case "tool_use_id":
-				dst, bit = &b.ToolUseID, 7
-			}
-			if !seen(&mask, bit) {
-				return false
-			}
-			if k == '"' {
-				return d.str(dst)
-			}
-			return skip()
+			return d.skip()
+		case "id":
+			return seen(&mask, 5) && d.strOrSkip(&b.ID, k)
+		case "name":
+			return seen(&mask, 6) && d.strOrSkip(&b.Name, k)
+		case "tool_use_id":
+			return seen(&mask, 7) && d.strOrSkip(&b.ToolUseID, k)
 		case "is_error":
 			if !seen(&mask, 8) {
 				return false
@@ -349,10 +360,25 @@ func (d *fastDecoder) block(b *messages.Block) bool {
 			if k == 't' || k == 'f' {
 				b.IsError = k == 't'
 			}
-			return skip()
+			return d.skip()
 		}
-		return skip()
+		return d.skip()
 	})
+}
+
+// strOrSkip reads a member of kind k into dst when it is a string, and
+// skips it otherwise (dst left as it is).
+func (d *fastDecoder) strOrSkip(dst *string, k byte) bool {
+	if k == '"' {
+		return d.str(dst)
+	}
+	return d.skip()
+}
+
+// skip reads past a value the decoder does not keep.
+func (d *fastDecoder) skip() bool {
+	_, ok := d.raw()
+	return ok
 }
 
 func (d *fastDecoder) toolList(dst *[]messages.Tool) bool {
@@ -360,9 +386,9 @@ func (d *fastDecoder) toolList(dst *[]messages.Tool) bool {
 		return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 			switch string(name) {
 			case "type":
-				return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+				return true, d.strMember(&t.Type, k, mask, 0)
 			case "name":
-				return true, seen(mask, 1) && k == '"' && d.str(&t.Name)
+				return true, d.strMember(&t.Name, k, mask, 1)
 			case "description":
 				return true, d.rawMember(&t.Description, mask, 2)
 			case "input_schema":

@@ -82,31 +82,40 @@ func TestFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on the real client's request", name)
 		}
 	}
-	took := 0
-	for _, s := range fastDecodeSamples {
-		if checkFastDecode(t, []byte(s)) {
-			took++
-		}
-	}
-	if took != usualShapes {
-		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usualShapes)
-	}
+	checkSamples(t, fastDecodeSamples, usualShapes, checkFastDecode)
 }
 
 // Random edits of the real requests: wherever the fast decoder takes the
 // result, it agrees with jsonv2.
 func TestFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"text"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"source":{"type":"x"}`, `,"is_error":true`, `,"name":"n"`}
-	var bodies [][]byte
-	for _, name := range []string{"02-tool-turn-request.json", "03-tool-result-turn.json"} {
-		bodies = append(bodies, clientBody(t, name))
-	}
-	for _, s := range fastDecodeSamples[:usualShapes] {
-		bodies = append(bodies, []byte(s))
-	}
+	bodies := withSamples(fastDecodeSamples[:usualShapes], clientBody(t, "02-tool-turn-request.json"), clientBody(t, "03-tool-result-turn.json"))
 	// Edits that keep the body valid and of the usual shape leave it to
 	// the fast decoder (1248 of these 3000 when written).
 	checkMutated(t, bodies, inserts, 11, checkFastDecode)
+}
+
+// checkSamples checks each sample with check, which reports whether the
+// fast decoder took it: it must take as many as there are usual shapes.
+func checkSamples(t *testing.T, samples []string, usual int, check func(*testing.T, []byte) bool) {
+	t.Helper()
+	took := 0
+	for _, s := range samples {
+		if check(t, []byte(s)) {
+			took++
+		}
+	}
+	if took != usual {
+		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, usual)
+	}
+}
+
+// withSamples is bodies, then the samples.
+func withSamples(samples []string, bodies ...[]byte) [][]byte {
+	for _, s := range samples {
+		bodies = append(bodies, []byte(s))
+	}
+	return bodies
 }
 
 // checkMutated checks 3000 random edits of bodies (mutated, from seed)

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
@@ -116,14 +115,10 @@ func FuzzChatToMessages(f *testing.F) {
 	f.Add([]byte(chatResp(`{"role":"assistant","content":"Hello!","reasoning_content":"r","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`, `"tool_calls"`, "")))
 	f.Add([]byte(chatResp(`{"role":"assistant","content":null}`, `"stop"`, `,"stop_reason":"END"`)))
 	f.Add([]byte(`{"id":"x","model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":9}}}`))
-	// Every chunk of the backend stream fixtures is a Chat-shaped object too.
-	for _, name := range fixtures.BackendStreams() {
-		b := fixture(f, name)
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && len(data) > 0 && data[0] == '{' {
-				f.Add(data)
-			}
-		}
+	// Every chunk of the backend stream fixtures, and every chunk sample,
+	// is a Chat-shaped object too.
+	for _, data := range chunkData(f) {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := ChatToMessages(body, "alias")

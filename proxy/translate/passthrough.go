@@ -32,20 +32,11 @@ func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	model, m, err := requestModel(top)
+	target, stream, rename, err := passThroughTarget(top, resolve)
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	stream, err := streamFlag(top)
-	if err != nil {
-		return BackendRequest{}, err
-	}
-	target, err := resolveTarget(resolve, model)
-	if err != nil {
-		return BackendRequest{}, err
-	}
-	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
-	edits := []edit{{m.start, m.end, q}}
+	edits := []edit{rename}
 	if v, ok := top.get("max_tokens"); ok && target.MaxOutputTokens > 0 && v.value.Kind() == '0' {
 		if n, err := strconv.ParseFloat(string(v.value), 64); err == nil && n > float64(target.MaxOutputTokens) {
 			edits = append(edits, edit{v.start, v.end, strconv.AppendInt(nil, int64(target.MaxOutputTokens), 10)})
@@ -109,6 +100,24 @@ func RequestModel(body []byte) string {
 		sc.i++
 	}
 	return ""
+}
+
+// passThroughTarget reads what a pass-through reads first of a scanned
+// request: its model, resolved to a Target, and its stream flag; rename is
+// the edit that puts Target.BackendModel in place of the client's model.
+func passThroughTarget(top object, resolve Resolver) (target Target, stream bool, rename edit, err error) {
+	model, m, err := requestModel(top)
+	if err != nil {
+		return Target{}, false, edit{}, err
+	}
+	if stream, err = streamFlag(top); err != nil {
+		return Target{}, false, edit{}, err
+	}
+	if target, err = resolveTarget(resolve, model); err != nil {
+		return Target{}, false, edit{}, err
+	}
+	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
+	return target, stream, edit{m.start, m.end, q}, nil
 }
 
 // requestModel reads the model member of a scanned request: its value, a

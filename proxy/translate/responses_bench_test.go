@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
@@ -24,5 +25,41 @@ func BenchmarkResponsesToChat(b *testing.B) {
 				bufpool.Put(br.Body)
 			})
 		})
+	}
+}
+
+// stubStream is the stream the bench's stub backend sends for a text
+// answer at --events 64: a role chunk, 64 content chunks, the finish, the
+// usage and [DONE], one event per read as the stub flushes each.
+func stubStream() [][]byte {
+	chunk := func(delta, finish string) []byte {
+		return []byte(`data: {"choices":[{"delta":` + delta + `,"finish_reason":` + finish + `,"index":0}],"created":0,"id":"chatcmpl-stub","model":"m","object":"chat.completion.chunk"}` + "\n\n")
+	}
+	reads := [][]byte{chunk(`{"content":"","role":"assistant"}`, "null")}
+	for i := range 64 {
+		reads = append(reads, chunk(`{"content":"word`+strconv.Itoa(i)+` "}`, "null"))
+	}
+	reads = append(reads, chunk(`{}`, `"stop"`),
+		[]byte(`data: {"choices":[],"created":0,"id":"chatcmpl-stub","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":80,"prompt_tokens":10000,"total_tokens":10080}}`+"\n\n"),
+		[]byte("data: [DONE]\n\n"))
+	return reads
+}
+
+// BenchmarkResponsesStream translates the stub's stream of 64 text
+// chunks, fed one read at a time as the relay feeds it.
+func BenchmarkResponsesStream(b *testing.B) {
+	reads := stubStream()
+	b.ReportAllocs()
+	var dst []byte
+	start := cpuTime()
+	for b.Loop() {
+		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		for _, p := range reads {
+			dst, _ = s.Feed(dst[:0], p)
+		}
+		dst = s.Finish(dst[:0])
+	}
+	if c := cpuTime() - start; c > 0 {
+		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

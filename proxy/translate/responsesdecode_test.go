@@ -48,28 +48,14 @@ func TestResponsesFastDecodeMatchesJSONv2(t *testing.T) {
 			t.Errorf("%s: the fast decoder gave up on Codex's request", name)
 		}
 	}
-	took := 0
-	for _, s := range responsesDecodeSamples {
-		if checkResponsesFastDecode(t, []byte(s)) {
-			took++
-		}
-	}
-	if took != responsesUsualShapes {
-		t.Errorf("the fast decoder took %d of the samples, want the %d usual shapes", took, responsesUsualShapes)
-	}
+	checkSamples(t, responsesDecodeSamples, responsesUsualShapes, checkResponsesFastDecode)
 }
 
 // Random edits of the Codex requests and the samples: wherever the fast
 // decoder takes the result, it agrees with jsonv2.
 func TestResponsesFastDecodeMatchesJSONv2Mutated(t *testing.T) {
 	inserts := []string{`null`, `1`, `-2`, `"x"`, `{}`, `[]`, `,"a":1`, `,"Model":"m"`, `,"type":"message"`, `"\u00e9"`, `,"text":"y"`, `,"content":[]`, `true`, `,"role":"user"`, `,"output":"o"`, `,"summary":[]`, `,"name":"n"`, `,"tools":[]`}
-	var bodies [][]byte
-	for _, name := range []string{"03-shell-result-turn.json", "05-apply-patch-result-turn.json"} {
-		bodies = append(bodies, codexBody(t, name))
-	}
-	for _, s := range responsesDecodeSamples[:responsesUsualShapes] {
-		bodies = append(bodies, []byte(s))
-	}
+	bodies := withSamples(responsesDecodeSamples[:responsesUsualShapes], codexBody(t, "03-shell-result-turn.json"), codexBody(t, "05-apply-patch-result-turn.json"))
 	checkMutated(t, bodies, inserts, 13, checkResponsesFastDecode)
 }
 

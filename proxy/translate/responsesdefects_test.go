@@ -52,29 +52,10 @@ func callsOf(items []responses.OutputItem) (callIDs, args []string) {
 // Defect 1: a function_call's arguments are a JSON object, the same
 // streamed or not, and the same input the Messages path gives.
 func TestResponsesArgumentsAreAnObjectStreamOrNot(t *testing.T) {
-	for _, args := range []string{
-		`not-json{`,
-		`{"command": "ls -la", "descr`, // cut off (finish_reason length)
-		`{"a":1}}`,
-		`[1,2]`,
-		`"{\"a\":1}"`, // an object encoded twice
-		`42`,
-		`{"command": "ls -la", "description": "List files"}`,
-		` {"a": [1, {"b": "}"}]} `,
-		``,
-	} {
+	for _, args := range defect1Args {
 		t.Run(args, func(t *testing.T) {
-			var js []string
-			for i, f := range fragments(args, 5) {
-				if i == 0 {
-					js = append(js, toolChunk(tc(0, "call_1", "f", f)))
-				} else {
-					js = append(js, toolChunk(tc(0, "", "", f)))
-				}
-			}
-			_, streamed := callsOf(streamedOutput(t, chunks(append(js, finishChunk("tool_calls", ""))...)))
-			call := `{"id":"call_1","type":"function","function":{"name":"f","arguments":` + string(must(json.Marshal(args))) + `}}`
-			_, whole := callsOf(nonStreamOutput(t, `{"role":"assistant","content":null,"tool_calls":[`+call+`]}`, `"tool_calls"`))
+			_, streamed := callsOf(streamedOutput(t, fragmentedCall("f", args)))
+			_, whole := callsOf(nonStreamOutput(t, callsMessage("f", args), `"tool_calls"`))
 			if len(streamed) != 1 || len(whole) != 1 {
 				t.Fatalf("function calls: %d streamed, %d non-stream; want 1 each", len(streamed), len(whole))
 			}
@@ -91,40 +72,18 @@ func TestResponsesArgumentsAreAnObjectStreamOrNot(t *testing.T) {
 // Defect 2: a second call under an id already used is a call of its own,
 // with a call_id of its own.
 func TestResponsesReusedCallIDStartsANewCall(t *testing.T) {
-	wantArgs := []string{`{"city":"SF"}`, `{"city":"CHI"}`}
 	check := func(t *testing.T, items []responses.OutputItem) {
 		t.Helper()
 		ids, args := callsOf(items)
-		if !slices.Equal(args, wantArgs) || ids[0] != "call_1" || ids[1] == ids[0] || ids[1] == "" {
+		if !slices.Equal(args, reusedIDArgs) || ids[0] != "call_1" || ids[1] == ids[0] || ids[1] == "" {
 			t.Fatalf("call_ids %q arguments %q: want two calls, call_1 and an id of its own", ids, args)
 		}
 	}
-	for name, in := range map[string][]byte{
-		"same index, id and name again": chunks(
-			toolChunk(tc(0, "call_1", "f", `{"city":`)),
-			toolChunk(tc(0, "", "", `"SF"}`)),
-			toolChunk(tc(0, "call_1", "f", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"same index and id, no name": chunks(
-			toolChunk(tc(0, "call_1", "f", `{"city":"SF"}`)),
-			toolChunk(tc(0, "call_1", "", `{"city":`)),
-			toolChunk(tc(0, "call_1", "", `"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-		"another index": chunks(
-			toolChunk(tc(0, "call_1", "f", `{"city":"SF"}`)),
-			toolChunk(tc(1, "call_1", "f", `{"city":"CHI"}`)),
-			finishChunk("tool_calls", ""),
-		),
-	} {
+	for name, in := range reusedIDStreams("f") {
 		t.Run(name, func(t *testing.T) { check(t, streamedOutput(t, in)) })
 	}
 	t.Run("non-stream", func(t *testing.T) {
-		call := func(args string) string {
-			return `{"id":"call_1","type":"function","function":{"name":"f","arguments":` + string(must(json.Marshal(args))) + `}}`
-		}
-		check(t, nonStreamOutput(t, `{"role":"assistant","content":null,"tool_calls":[`+call(wantArgs[0])+`,`+call(wantArgs[1])+`]}`, `"tool_calls"`))
+		check(t, nonStreamOutput(t, callsMessage("f", reusedIDArgs...), `"tool_calls"`))
 	})
 }
 

@@ -222,27 +222,21 @@ func (t *turns) add(i int, m *chat.RequestMsg) error {
 	at := "messages." + strconv.Itoa(i)
 	switch m.Role {
 	case "system", "developer":
-		texts, err := textParts(m.Content, at)
+		blocks, err := contentBlocks(m.Content, at, false)
 		if err != nil {
 			return err
 		}
-		for _, s := range texts {
-			t.system = append(t.system, textBlock(s))
-		}
+		t.system = append(t.system, blocks...)
 	case "user":
-		blocks, err := userBlocks(m.Content, at)
+		blocks, err := contentBlocks(m.Content, at, true)
 		if err != nil {
 			return err
 		}
 		t.push("user", blocks)
 	case "assistant":
-		texts, err := textParts(m.Content, at)
+		blocks, err := contentBlocks(m.Content, at, false)
 		if err != nil {
 			return err
-		}
-		var blocks []reverseBlock
-		for _, s := range texts {
-			blocks = append(blocks, textBlock(s))
 		}
 		for j, tc := range m.ToolCalls {
 			if tc.Function.Name == "" {
@@ -259,13 +253,12 @@ func (t *turns) add(i int, m *chat.RequestMsg) error {
 		if m.ToolCallID == "" {
 			return invalidf("%s.tool_call_id: required in a tool message", at)
 		}
-		texts, err := textParts(m.Content, at)
+		content, err := contentBlocks(m.Content, at, false)
 		if err != nil {
 			return err
 		}
-		content := []reverseBlock{}
-		for _, s := range texts {
-			content = append(content, textBlock(s))
+		if content == nil {
+			content = []reverseBlock{} // "content":[], not null
 		}
 		t.push("user", []reverseBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: &content}})
 	default:
@@ -304,39 +297,22 @@ func parts(c jsontext.Value, at string) ([]chatPart, error) {
 	return nil, invalidf("%s.content: must be a string or an array of content parts", at)
 }
 
-// textParts reads content that may hold text only; empty texts are left out.
-func textParts(c jsontext.Value, at string) ([]string, error) {
-	ps, err := parts(c, at)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for j, p := range ps {
-		switch p.Type {
-		case "text", "input_text", "output_text", "refusal":
-			if p.Text != nil && *p.Text != "" {
-				out = append(out, *p.Text)
-			}
-		default:
-			return nil, invalidf("%s.content.%d: a %q part can't go in this message; send text", at, j, p.Type)
-		}
-	}
-	return out, nil
-}
-
-func userBlocks(c jsontext.Value, at string) ([]reverseBlock, error) {
+// contentBlocks reads a message's content as blocks, empty texts left out:
+// text parts (and, but in a user message, the output_text and refusal
+// parts a client replays), and in a user message images.
+func contentBlocks(c jsontext.Value, at string, user bool) ([]reverseBlock, error) {
 	ps, err := parts(c, at)
 	if err != nil {
 		return nil, err
 	}
 	var out []reverseBlock
 	for j, p := range ps {
-		switch p.Type {
-		case "text", "input_text":
+		switch {
+		case p.Type == "text" || p.Type == "input_text" || !user && (p.Type == "output_text" || p.Type == "refusal"):
 			if p.Text != nil && *p.Text != "" {
 				out = append(out, textBlock(*p.Text))
 			}
-		case "image_url":
+		case user && p.Type == "image_url":
 			if p.ImageURL == nil || p.ImageURL.URL == "" {
 				return nil, invalidf("%s.content.%d.image_url.url: required", at, j)
 			}
@@ -345,8 +321,10 @@ func userBlocks(c jsontext.Value, at string) ([]reverseBlock, error) {
 				return nil, invalidf("%s.content.%d.image_url.url: %v", at, j, err)
 			}
 			out = append(out, reverseBlock{Type: "image", Source: src})
-		default:
+		case user:
 			return nil, invalidf("%s.content.%d: %q parts can't be sent to this model's backend; send text or image_url", at, j, p.Type)
+		default:
+			return nil, invalidf("%s.content.%d: a %q part can't go in this message; send text", at, j, p.Type)
 		}
 	}
 	return out, nil

@@ -274,10 +274,13 @@ func CountTokens(body []byte) (int, error) {
 func (tc *TokenCount) Estimate() int {
 	req := &tc.req
 	var c tokenCounter
-	c.system(req.System)
+	if !req.System.IsZero() {
+		c.n += messageOverhead
+		walkSystem(&c, req.System)
+	}
 	for i := range req.Messages {
 		c.n += messageOverhead
-		c.content(req.Messages[i].Content)
+		walkContent(&c, req.Messages[i].Content)
 	}
 	for i := range req.Tools {
 		t := &req.Tools[i]
@@ -285,21 +288,70 @@ func (tc *TokenCount) Estimate() int {
 			continue
 		}
 		c.n += toolOverhead + EstimateTokens(t.Name)
-		c.raw(t.Description)
+		c.text(t.Description)
 		c.n += EstimateTokens(string(t.InputSchema))
 	}
 	return c.n + messageOverhead
 }
 
-type tokenCounter struct {
-	n int
-	u unquoter
+// promptVisitor is told, in order, what a walk over a prompt's content
+// meets: the estimate counts it, the tokenize text writes it out.
+type promptVisitor interface {
+	text(raw []byte) // a raw JSON string (absent, null or malformed: no text)
+	toolCall(name string, input []byte)
+	toolResult() // a tool_result block; its content follows
+	image()
+	nextBlock() // between two blocks of one content
 }
 
-// raw counts the text of a raw JSON string.
-func (c *tokenCounter) raw(v []byte) {
-	if text, ok := c.u.text(v); ok {
-		c.n += EstimateTokens(string(text))
+// walkSystem walks a system prompt: its blocks but the billing header,
+// then its text.
+func walkSystem(v promptVisitor, s messages.Content) {
+	for i := range s.Blocks {
+		if isBillingBlock(i, &s.Blocks[i]) {
+			continue
+		}
+		walkBlock(v, &s.Blocks[i])
+	}
+	v.text(s.Text)
+}
+
+// walkContent walks a message's content (or a tool result's, or a
+// document's): its text, then its blocks.
+func walkContent(v promptVisitor, c messages.Content) {
+	v.text(c.Text)
+	for i := range c.Blocks {
+		if i > 0 {
+			v.nextBlock()
+		}
+		walkBlock(v, &c.Blocks[i])
+	}
+}
+
+func walkBlock(v promptVisitor, b *messages.Block) {
+	switch b.Type {
+	case "text":
+		v.text(b.Text)
+	case "tool_use":
+		v.toolCall(b.Name, b.Input)
+	case "tool_result":
+		v.toolResult()
+		if b.Content != nil {
+			walkContent(v, *b.Content)
+		}
+	case "image":
+		v.image()
+	case "document":
+		if src := b.Source; src != nil {
+			switch src.Type {
+			case "text":
+				v.text(src.Data)
+			case "content":
+				if src.Content != nil {
+					walkContent(v, *src.Content)
+				}
+			}
+		}
 	}
 }
 
@@ -319,53 +371,25 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 	return u.buf, err == nil
 }
 
-func (c *tokenCounter) system(s messages.Content) {
-	if s.IsZero() {
-		return
-	}
-	c.n += messageOverhead
-	for i := range s.Blocks {
-		if isBillingBlock(i, &s.Blocks[i]) {
-			continue
-		}
-		c.block(&s.Blocks[i])
-	}
-	c.raw(s.Text)
+// tokenCounter estimates the tokens of what a walk meets.
+type tokenCounter struct {
+	n int
+	u unquoter
 }
 
-func (c *tokenCounter) content(s messages.Content) {
-	c.raw(s.Text)
-	for i := range s.Blocks {
-		c.block(&s.Blocks[i])
+func (c *tokenCounter) text(v []byte) {
+	if text, ok := c.u.text(v); ok {
+		c.n += EstimateTokens(string(text))
 	}
 }
 
-func (c *tokenCounter) block(b *messages.Block) {
-	switch b.Type {
-	case "text":
-		c.raw(b.Text)
-	case "tool_use":
-		c.n += 4 + EstimateTokens(b.Name) + EstimateTokens(string(b.Input))
-	case "tool_result":
-		c.n += 4
-		if b.Content != nil {
-			c.content(*b.Content)
-		}
-	case "image":
-		c.n += imageTokens
-	case "document":
-		if src := b.Source; src != nil {
-			switch src.Type {
-			case "text":
-				c.raw(src.Data)
-			case "content":
-				if src.Content != nil {
-					c.content(*src.Content)
-				}
-			}
-		}
-	}
+func (c *tokenCounter) toolCall(name string, input []byte) {
+	c.n += 4 + EstimateTokens(name) + EstimateTokens(string(input))
 }
+
+func (c *tokenCounter) toolResult() { c.n += 4 }
+func (c *tokenCounter) image()      { c.n += imageTokens }
+func (c *tokenCounter) nextBlock()  {}
 
 // BackendTokenizeText renders the prompt of a count_tokens request body as
 // plain text for a backend's /tokenize endpoint: DecodeTokenCount, then
@@ -388,20 +412,14 @@ func (tc *TokenCount) TokenizeText() string {
 	var r textRenderer
 	if !req.System.IsZero() {
 		r.sb.WriteString("system: ")
-		for i := range req.System.Blocks {
-			if isBillingBlock(i, &req.System.Blocks[i]) {
-				continue
-			}
-			r.block(&req.System.Blocks[i])
-		}
-		r.str(req.System.Text)
+		walkSystem(&r, req.System)
 		r.sb.WriteString("\n\n")
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		r.sb.WriteString(m.Role)
 		r.sb.WriteString(": ")
-		r.content(m.Content)
+		walkContent(&r, m.Content)
 		r.sb.WriteString("\n\n")
 	}
 	for i := range req.Tools {
@@ -412,7 +430,7 @@ func (tc *TokenCount) TokenizeText() string {
 		r.sb.WriteString("tool ")
 		r.sb.WriteString(t.Name)
 		r.sb.WriteString(": ")
-		r.str(t.Description)
+		r.text(t.Description)
 		r.sb.WriteByte('\n')
 		r.sb.Write(t.InputSchema)
 		r.sb.WriteString("\n\n")
@@ -420,47 +438,25 @@ func (tc *TokenCount) TokenizeText() string {
 	return r.sb.String()
 }
 
+// textRenderer writes out what a walk meets as plain text.
 type textRenderer struct {
 	sb strings.Builder
 	u  unquoter
 }
 
-// str writes the text of a raw JSON string.
-func (r *textRenderer) str(v []byte) {
+func (r *textRenderer) text(v []byte) {
 	if text, ok := r.u.text(v); ok {
 		r.sb.Write(text)
 	}
 }
 
-func (r *textRenderer) content(c messages.Content) {
-	r.str(c.Text)
-	for i := range c.Blocks {
-		if i > 0 {
-			r.sb.WriteByte('\n')
-		}
-		r.block(&c.Blocks[i])
-	}
+func (r *textRenderer) toolCall(name string, input []byte) {
+	r.sb.WriteString("[tool call ")
+	r.sb.WriteString(name)
+	r.sb.WriteString("] ")
+	r.sb.Write(input)
 }
 
-func (r *textRenderer) block(b *messages.Block) {
-	switch b.Type {
-	case "text":
-		r.str(b.Text)
-	case "tool_use":
-		r.sb.WriteString("[tool call ")
-		r.sb.WriteString(b.Name)
-		r.sb.WriteString("] ")
-		r.sb.Write(b.Input)
-	case "tool_result":
-		r.sb.WriteString("[tool result] ")
-		if b.Content != nil {
-			r.content(*b.Content)
-		}
-	case "document":
-		if src := b.Source; src != nil && src.Type == "text" {
-			r.str(src.Data)
-		} else if src != nil && src.Type == "content" && src.Content != nil {
-			r.content(*src.Content)
-		}
-	}
-}
+func (r *textRenderer) toolResult() { r.sb.WriteString("[tool result] ") }
+func (r *textRenderer) image()      {}
+func (r *textRenderer) nextBlock()  { r.sb.WriteByte('\n') }

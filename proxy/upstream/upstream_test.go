@@ -138,11 +138,13 @@ func TestTimeouts(t *testing.T) {
 	defer srv.Close()
 	p := fastPool()
 
-	start := time.Now()
+	// The backend answers only when the test ends, so a Timeout error
+	// naming the limit can only come from that limit: how soon a loaded
+	// machine got there is make bench's business, not this test's.
 	_, err := p.Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Timeout: 100 * time.Millisecond, StreamTimeout: time.Hour})
 	var ue *Error
-	if !errors.As(err, &ue) || ue.Kind != Timeout || ue.Timeout != "timeout" || time.Since(start) > time.Second {
-		t.Errorf("non-stream: err %v after %s", err, time.Since(start))
+	if !errors.As(err, &ue) || ue.Kind != Timeout || ue.Timeout != "timeout" {
+		t.Errorf("non-stream: err %v", err)
 	}
 
 	_, err = p.Do(context.Background(), Call{BaseURL: srv.URL, Path: "/x", Stream: true, Timeout: time.Hour, StreamTimeout: 100 * time.Millisecond})
@@ -161,15 +163,26 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestClientCancelEndsBackendRequest: a caller's cancellation, once the
+// backend has the request, ends Do with Canceled and reaches the backend.
+// The test cancels when the handler has the request, not after a fixed
+// 50 ms: under -race at load 13 the request had not reached the handler
+// by then, so the handler never ran and the backend "never saw" it.
 func TestClientCancelEndsBackendRequest(t *testing.T) {
+	arrived := make(chan struct{})
 	gone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
 		<-r.Context().Done()
 		close(gone)
 	}))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	defer cancel()
+	go func() {
+		<-arrived
+		cancel()
+	}()
 	_, err := fastPool().Do(ctx, Call{BaseURL: srv.URL, Path: "/x", Timeout: time.Hour})
 	var ue *Error
 	if !errors.As(err, &ue) || ue.Kind != Canceled {
@@ -177,7 +190,7 @@ func TestClientCancelEndsBackendRequest(t *testing.T) {
 	}
 	select {
 	case <-gone:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second): // a hang, not a speed: it only bounds a failure
 		t.Error("the backend never saw the cancellation")
 	}
 }

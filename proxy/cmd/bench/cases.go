@@ -44,20 +44,30 @@ type kase struct {
 }
 
 func (k *kase) targets(stub, floor, dragoman string) [3]target {
-	path, backendPath := "/v1/chat/completions", "/v1/chat/completions"
+	path := "/v1/chat/completions"
 	switch k.api {
-	case "messages":
+	case "messages", "native":
 		path = "/v1/messages"
-	case "native":
-		path, backendPath = "/v1/messages", "/v1/messages"
 	case "responses":
 		path = "/v1/responses"
 	}
 	return [3]target{
-		{name: "direct", url: stub + backendPath, body: k.chatBody, header: k.header},
-		{name: "floor", url: floor + backendPath, body: k.chatBody, header: k.header},
+		{name: "direct", url: stub + k.backendPath(), body: k.chatBody, header: k.header},
+		{name: "floor", url: floor + k.backendPath(), body: k.chatBody, header: k.header},
 		{name: "dragoman", url: dragoman + path, body: k.body, header: k.header},
 	}
+}
+
+// backendPath is where the stub takes the case's backend request: the
+// Messages endpoint for native cases, the Chat one for the others. Every
+// floor and the direct target use it: the stub answers a Messages body
+// sent to its Chat endpoint too, but with less work (about 290 µs less
+// for the 54 KB request), which would flatter the floor that took it.
+func (k *kase) backendPath() string {
+	if k.api == "native" {
+		return "/v1/messages"
+	}
+	return "/v1/chat/completions"
 }
 
 // clientRequest reads the captured coding-client request: its body as it

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -287,7 +283,7 @@ func (r *runner) streamPoint(k *kase, n int, stubArgs ...string) (streamPoint, e
 				if st, err := procs.ReadStatus(pr.pid()); err == nil {
 					p.peakRSS[i] = max(p.peakRSS[i], st.RSS)
 				}
-				if g, err := goroutines(goroutineURLs[i]); err == nil {
+				if g, err := procs.Goroutines(goroutineURLs[i]); err == nil {
 					p.goroutines[i] = max(p.goroutines[i], g)
 				}
 			}
@@ -298,29 +294,9 @@ func (r *runner) streamPoint(k *kase, n int, stubArgs ...string) (streamPoint, e
 		st, _ = procs.ReadStatus(pr.pid())
 		p.hwm[i] = st.HWM
 		p.done[i] = len(samples)
-		r.clearStubAt(stub.url)
+		procs.ClearStub(stub.url)
 	}
 	progress("  %5d streams: floor RSS %s (%d goroutines, %d done), dragoman RSS %s (%d goroutines, %d done)",
 		n, mib(p.peakRSS[0]), p.goroutines[0], p.done[0], mib(p.peakRSS[1]), p.goroutines[1], p.done[1])
 	return p, nil
-}
-
-func (r *runner) clearStubAt(url string) {
-	saved := r.stubURL
-	r.stubURL = url
-	r.clearStub()
-	r.stubURL = saved
-}
-
-// goroutines reads a goroutine count: the floor's /debug/goroutines (a
-// number) or Go's pprof goroutine profile's first line.
-func goroutines(url string) (int, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-	line = strings.TrimPrefix(strings.TrimSpace(line), "goroutine profile: total ")
-	return strconv.Atoi(line)
 }

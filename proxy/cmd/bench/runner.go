@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,7 +183,7 @@ func (r *runner) all() (*results, error) {
 		ts := k.targets(stub.url, fl.url, dm.url)
 		all, allPids := ts[:], pids[:]
 		if k.large && !k.stream {
-			all = append(all, target{name: "floor-buffered", url: flBuf.url + "/v1/chat/completions", body: k.chatBody, header: k.header})
+			all = append(all, target{name: "floor-buffered", url: flBuf.url + k.backendPath(), body: k.chatBody, header: k.header})
 			allPids = append(allPids, flBuf.pid())
 		}
 		samples, cpu := r.interleaved(all, allPids)
@@ -389,12 +388,8 @@ func (r *runner) throughput(ts []target, pids []int, conc int) ([]float64, []tim
 // every body it receives, and a heap that grows through the run would
 // slow it down as it goes.
 func (r *runner) clearStub() {
-	if r.stubURL == "" {
-		return
-	}
-	req, _ := http.NewRequest(http.MethodDelete, r.stubURL+"/_stub/requests", nil)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
+	if r.stubURL != "" {
+		procs.ClearStub(r.stubURL)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,20 +17,8 @@ import (
 // checkConfig writes a config of one alias to baseURL with model and key.
 func checkConfig(t *testing.T, baseURL, model, key string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	yaml := "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/" + model +
-		"\n      api_base: " + baseURL + "\n      api_key: " + key + "\n"
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func stubURL(t *testing.T, o stub.Options) string {
-	t.Helper()
-	srv := httptest.NewServer(stub.New(o))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	return writeFile(t, "config.yaml", "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params:\n      model: vendorb/"+model+
+		"\n      api_base: "+baseURL+"\n      api_key: "+key+"\n")
 }
 
 func runCheck(t *testing.T, args ...string) (int, string, doctor.Report) {
@@ -61,7 +48,7 @@ func result(rep doctor.Report, check string) doctor.Result {
 }
 
 func TestCheckHealthyStub(t *testing.T) {
-	url := stubURL(t, stub.Options{Model: "qwen3-coder", ContextWindow: 65536, APIKey: "sk-b", StrictModel: true})
+	url := serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", ContextWindow: 65536, APIKey: "sk-b", StrictModel: true}))
 	code, text, rep := runCheck(t, "--config", checkConfig(t, url, "qwen3-coder", "sk-b"))
 	if code != 0 || !rep.OK || rep.Failures != 0 || rep.Warnings != 0 {
 		t.Fatalf("exit %d\n%s", code, text)
@@ -99,13 +86,13 @@ func TestCheckFailuresCarryTheirFix(t *testing.T) {
 		check       string
 		detail, fix string
 	}{
-		{"wrong key", stubURL(t, stub.Options{Model: "qwen3-coder", APIKey: "sk-right"}), "qwen3-coder", "sk-wrong",
+		{"wrong key", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", APIKey: "sk-right"})), "qwen3-coder", "sk-wrong",
 			doctor.CheckKey, "the backend refused the key (401)", "set proxy_params.api_key"},
-		{"unknown backend model", stubURL(t, stub.Options{Model: "qwen3-coder", StrictModel: true}), "qwen3-coder-typo", "k",
+		{"unknown backend model", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", StrictModel: true})), "qwen3-coder-typo", "k",
 			doctor.CheckModel, `does not serve "qwen3-coder-typo"; it serves: qwen3-coder`, "vendorb/<one of: qwen3-coder>"},
 		{"backend down", downURL, "qwen3-coder", "k",
 			doctor.CheckReachable, "cannot reach " + downURL + ": connection refused", "start the backend, or correct proxy_params.api_base"},
-		{"model never calls tools", stubURL(t, stub.Options{Model: "qwen3-coder", NoTools: true, ContextWindow: 65536}), "qwen3-coder", "k",
+		{"model never calls tools", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", NoTools: true, ContextWindow: 65536})), "qwen3-coder", "k",
 			doctor.CheckToolCall, "asked to call get_weather, the model answered with text instead", "serve the model with tool calling on"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,8 +113,7 @@ func TestCheckFailuresCarryTheirFix(t *testing.T) {
 }
 
 func TestCheckConfigAndFlags(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(path, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/CHECK_UNSET_KEY}\n"), 0o600)
+	path := writeFile(t, "c.yaml", "model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/CHECK_UNSET_KEY}\n")
 	code, text, rep := runCheck(t, "--config", path)
 	if code != 1 || rep.OK || !strings.Contains(text, "CHECK_UNSET_KEY") || !strings.Contains(text, "export CHECK_UNSET_KEY") {
 		t.Errorf("unset key variable: exit %d\n%s", code, text)
@@ -145,12 +131,11 @@ func TestCheckConfigAndFlags(t *testing.T) {
 
 func TestCheckNeverPrintsTheBackendKey(t *testing.T) {
 	const key = "sk-backend-echoed-secret"
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	echo := serveBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"error":{"message":"bad header ` + r.Header.Get("Authorization") + `"}}`))
 	}))
-	defer echo.Close()
-	code, text, _ := runCheck(t, "--config", checkConfig(t, echo.URL+"/v1", "m", key))
+	code, text, _ := runCheck(t, "--config", checkConfig(t, echo, "m", key))
 	if code != 1 || strings.Contains(text, key) || !strings.Contains(text, "[redacted]") {
 		t.Errorf("exit %d\n%s", code, text)
 	}

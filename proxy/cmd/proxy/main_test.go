@@ -65,14 +65,39 @@ func startProxy(t *testing.T, backendURL string, flags ...string) *proxyProc {
 // startProxyConfig starts the proxy on a config of its own.
 func startProxyConfig(t *testing.T, cfg string, flags ...string) *proxyProc {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	args := append([]string{"--config", writeFile(t, "config.yaml", cfg), "--host", "127.0.0.1", "--port", "0"}, flags...)
+	p := spawnProxy(t, nil, args...)
+	p.url = "http://" + p.waitLog(t, `msg="proxy listening" addr=(\S+)`)
+	return p
+}
+
+// serveBackend serves backend on a loopback port until the test ends; it
+// returns its api_base.
+func serveBackend(t *testing.T, backend http.Handler) string {
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// writeFile writes content to a file name in a directory of the test's
+// own, and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--config", path, "--host", "127.0.0.1", "--port", "0"}, flags...)
+	return path
+}
+
+// spawnProxy runs the proxy process with args, and in its environment the
+// test's client and backend keys, then env (which may set them again).
+// It is killed at the test's end if it still runs, and its log must
+// hold neither key.
+func spawnProxy(t *testing.T, env []string, args ...string) *proxyProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY="+clientKey, "DRAIN_BACKEND_KEY="+backendKey)
+	cmd.Env = append(append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY="+clientKey, "DRAIN_BACKEND_KEY="+backendKey), env...)
 	p := &proxyProc{cmd: cmd, stderr: &logbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
@@ -95,7 +120,6 @@ func startProxyConfig(t *testing.T, cfg string, flags ...string) *proxyProc {
 			t.Errorf("a key reached the proxy's log:\n%s", logs)
 		}
 	})
-	p.url = "http://" + p.waitLog(t, `msg="proxy listening" addr=(\S+)`)
 	return p
 }
 
@@ -168,9 +192,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	const streams = 50
 	backend := stub.New(stub.Options{Events: 30, EventDelay: 100 * time.Millisecond}) // 3 s a stream
-	bsrv := httptest.NewServer(backend)
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--grace", "20s")
+	p := startProxy(t, serveBackend(t, backend), "--grace", "20s")
 
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: streams}}
 	var live sync.WaitGroup
@@ -257,8 +279,8 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		if last := evs[len(evs)-1].Name; last != "message_stop" {
 			t.Errorf("stream %d ends with %s", i, last)
 		}
-		if want := fmt.Sprintf("You said: stream %d", i); !strings.Contains(text(evs), want) {
-			t.Errorf("stream %d: text %q lacks %q", i, text(evs), want)
+		if want := fmt.Sprintf("You said: stream %d", i); !strings.Contains(ssecheck.Text(evs), want) {
+			t.Errorf("stream %d: text %q lacks %q", i, ssecheck.Text(evs), want)
 		}
 		if !r.end.After(sigterm) {
 			t.Errorf("stream %d ended before SIGTERM: the test did not drain it", i)
@@ -288,9 +310,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 func TestDrainGraceExpires(t *testing.T) {
 	t.Parallel()
 	backend := stub.New(stub.Options{Events: 30, EventDelay: time.Second}) // 30 s a stream
-	bsrv := httptest.NewServer(backend)
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--grace", "1s")
+	p := startProxy(t, serveBackend(t, backend), "--grace", "1s")
 	var live, wg sync.WaitGroup
 	for i := range 3 {
 		live.Add(1)
@@ -358,9 +378,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 		t.Skip("waits for the 10 s ReadHeaderTimeout")
 	}
 	t.Parallel()
-	bsrv := httptest.NewServer(stub.New(stub.Options{}))
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1")
+	p := startProxy(t, serveBackend(t, stub.New(stub.Options{})))
 	addr := strings.TrimPrefix(p.url, "http://")
 
 	type cut struct {
@@ -425,9 +443,7 @@ func TestSlowHeadersCutOff(t *testing.T) {
 // and only there.
 func TestPprofFlag(t *testing.T) {
 	t.Parallel()
-	bsrv := httptest.NewServer(stub.New(stub.Options{}))
-	t.Cleanup(bsrv.Close)
-	p := startProxy(t, bsrv.URL+"/v1", "--pprof", "127.0.0.1:0")
+	p := startProxy(t, serveBackend(t, stub.New(stub.Options{})), "--pprof", "127.0.0.1:0")
 	addr := p.waitLog(t, `msg="pprof listening" addr=(\S+)`)
 	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
@@ -461,18 +477,4 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, within time.Duration, what stri
 	case <-time.After(within):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-}
-
-// text joins the text deltas of a Messages stream.
-func text(evs []ssecheck.Event) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		var d struct {
-			Delta struct{ Type, Text string } `json:"delta"`
-		}
-		if ev.Name == "content_block_delta" && json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
-			b.WriteString(d.Delta.Text)
-		}
-	}
-	return b.String()
 }

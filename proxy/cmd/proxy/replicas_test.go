@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -20,10 +19,8 @@ func TestReplicasAgreeOnSessions(t *testing.T) {
 	cfg.WriteString("model_list:\n")
 	for range 3 {
 		s := stub.New(stub.Options{Events: 1})
-		srv := httptest.NewServer(s)
-		t.Cleanup(srv.Close)
 		stubs = append(stubs, s)
-		fmt.Fprintf(&cfg, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s/v1', api_key: os.environ/DRAIN_BACKEND_KEY}\n", srv.URL)
+		fmt.Fprintf(&cfg, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: os.environ/DRAIN_BACKEND_KEY}\n", serveBackend(t, s))
 	}
 	cfg.WriteString("general_settings:\n  enable_vendora_pass_through: true\n")
 	replicas := []*proxyProc{startProxyConfig(t, cfg.String()), startProxyConfig(t, cfg.String())}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,9 +36,7 @@ func TestReplicasShareNothing(t *testing.T) {
 	cfg := "model_list:\n"
 	for i := range stubs {
 		stubs[i] = stub.New(stub.Options{Events: 8, EventDelay: 10 * time.Millisecond}) // a stream lasts about 80 ms
-		srv := httptest.NewServer(stubs[i])
-		t.Cleanup(srv.Close)
-		cfg += fmt.Sprintf("  - model_name: claude-opus-5-5\n    proxy_params:\n      name: gpu-%d\n      model: vendorb/qwen3-coder\n      api_base: %s/v1\n      api_key: os.environ/DRAIN_BACKEND_KEY\n", i, srv.URL)
+		cfg += fmt.Sprintf("  - model_name: claude-opus-5-5\n    proxy_params:\n      name: gpu-%d\n      model: vendorb/qwen3-coder\n      api_base: %s\n      api_key: os.environ/DRAIN_BACKEND_KEY\n", i, serveBackend(t, stubs[i]))
 	}
 	cfg += "router_settings:\n  routing_strategy: session-affinity\ngeneral_settings:\n  enable_vendora_pass_through: true\n"
 	var procs [replicas]*proxyProc
@@ -269,8 +266,8 @@ func sessionRequest(client *http.Client, url string, s, n int, stream bool) erro
 	if last := evs[len(evs)-1].Name; last != "message_stop" {
 		return fmt.Errorf("stream ends with %s", last)
 	}
-	if !strings.Contains(text(evs), want) {
-		return fmt.Errorf("stream text %q lacks %q", text(evs), want)
+	if got := ssecheck.Text(evs); !strings.Contains(got, want) {
+		return fmt.Errorf("stream text %q lacks %q", got, want)
 	}
 	return nil
 }

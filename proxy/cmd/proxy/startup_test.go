@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 )
 
@@ -23,26 +20,18 @@ func TestDeployConfigAnswersHealthzWithinASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := strconv.Itoa(free)
-	cmd := exec.Command(os.Args[0], "--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--port", port)
-	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=sk-start", "BACKEND_API_KEY=sk-backend")
-	var stderr logbuf.Buffer
-	cmd.Stderr = &stderr
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if procs.WaitOK("http://127.0.0.1:"+port+"/healthz", time.Second-time.Since(start), nil) {
+	p := spawnProxy(t, []string{"PROXY_API_KEY=sk-start", "BACKEND_API_KEY=sk-backend"},
+		"--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--port", port)
+	if procs.WaitOK("http://127.0.0.1:"+port+"/healthz", time.Second-time.Since(start), p.exited) {
 		t.Logf("/healthz answered %s after start", time.Since(start).Round(time.Millisecond))
 		return
 	}
-	t.Fatalf("no /healthz answer within a second of start:\n%s", stderr.String())
+	t.Fatalf("no /healthz answer within a second of start:\n%s", p.stderr.String())
 }
 
 func TestStartupRefusals(t *testing.T) {
-	dir := t.TempDir()
-	noKey := filepath.Join(dir, "nokey.yaml")
-	os.WriteFile(noKey, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/START_BACKEND_KEY}\n"), 0o600)
+	noKey := writeFile(t, "nokey.yaml", "model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: os.environ/START_BACKEND_KEY}\n")
 	cases := []struct {
 		name string
 		args []string
@@ -53,7 +42,7 @@ func TestStartupRefusals(t *testing.T) {
 			[]string{"no client key", "PROXY_API_KEY", "master_key", "--no-auth"}},
 		{"unset backend key", []string{"--config", noKey}, map[string]string{"PROXY_API_KEY": "k"},
 			[]string{"nokey.yaml:3:", "START_BACKEND_KEY", "not set"}},
-		{"missing config", []string{"--config", filepath.Join(dir, "none.yaml")}, map[string]string{"PROXY_API_KEY": "k"},
+		{"missing config", []string{"--config", filepath.Join(filepath.Dir(noKey), "none.yaml")}, map[string]string{"PROXY_API_KEY": "k"},
 			[]string{"none.yaml not found", "--config"}},
 		{"bad log level", []string{"--config", noKey, "--log-level", "loud"}, nil, []string{"--log-level"}},
 	}
@@ -75,18 +64,8 @@ func TestStartupRefusals(t *testing.T) {
 
 // TestNoAuthSaysSo also checks the start-up probe of the backends.
 func TestNoAuthSaysSo(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfg, []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: x}\n"), 0o600)
-	cmd := exec.Command(os.Args[0], "--config", cfg, "--host", "127.0.0.1", "--port", "0", "--no-auth")
-	cmd.Env = append(os.Environ(), runProxyEnv+"=1", "PROXY_API_KEY=")
-	p := &proxyProc{cmd: cmd, stderr: &logbuf.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	defer func() { cmd.Process.Kill(); <-p.exited }()
+	cfg := writeFile(t, "c.yaml", "model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://127.0.0.1:1/v1', api_key: x}\n")
+	p := spawnProxy(t, []string{"PROXY_API_KEY="}, "--config", cfg, "--host", "127.0.0.1", "--port", "0", "--no-auth")
 	p.waitLog(t, `(WITHOUT client authentication)`)
 	// Its config names a backend nothing answers at: the log says so at start.
 	p.waitLog(t, `(backend unreachable: start it, or check proxy_params.api_base)`)

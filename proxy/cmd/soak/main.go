@@ -36,8 +36,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 )
@@ -203,7 +201,7 @@ func soak(o options) (bool, error) {
 			}
 			note(now, m)
 			row(label, m, st.snapshot())
-			clearStub(stubURL)
+			procs.ClearStub(stubURL)
 		}
 	}
 	// The last measurement under load, before the clients stop.
@@ -370,20 +368,8 @@ func stream(client *http.Client, url, text string, hangUp bool) error {
 	if last := evs[len(evs)-1]; last.Name != "message_stop" {
 		return fmt.Errorf("the stream ends with %s: %s", last.Name, last.Data)
 	}
-	var got strings.Builder
-	for _, ev := range evs {
-		var d struct {
-			Delta struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"delta"`
-		}
-		if ev.Name == "content_block_delta" && json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
-			got.WriteString(d.Delta.Text)
-		}
-	}
-	if want := "Hello from stub-backend. You said: " + text; got.String() != want {
-		return fmt.Errorf("text %q, want %q", got.String(), want)
+	if got, want := ssecheck.Text(evs), "Hello from stub-backend. You said: "+text; got != want {
+		return fmt.Errorf("text %q, want %q", got, want)
 	}
 	return nil
 }
@@ -396,15 +382,9 @@ type sample struct {
 
 func measure(p *procs.Process, pprofURL string) (sample, error) {
 	var s sample
-	resp, err := http.Get(pprofURL + "/debug/pprof/goroutine?debug=1")
-	if err != nil {
-		return s, fmt.Errorf("goroutine count: %w", err)
-	}
-	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-	resp.Body.Close()
-	n, ok := strings.CutPrefix(strings.TrimSpace(line), "goroutine profile: total ")
-	if s.goroutines, err = strconv.Atoi(n); !ok || err != nil {
-		return s, fmt.Errorf("goroutine count: unexpected %q", line)
+	var err error
+	if s.goroutines, err = procs.Goroutines(pprofURL + "/debug/pprof/goroutine?debug=1"); err != nil {
+		return s, err
 	}
 	status, err := procs.ReadStatus(p.PID())
 	if err != nil {
@@ -415,12 +395,3 @@ func measure(p *procs.Process, pprofURL string) (sample, error) {
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
-
-// clearStub drops the stub's record of requests, which would otherwise
-// grow with the soak.
-func clearStub(url string) {
-	req, _ := http.NewRequest(http.MethodDelete, url+"/_stub/requests", nil)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-	}
-}

@@ -1,6 +1,6 @@
 // Package procs runs the binaries that make bench and make soak measure as
 // processes of their own, on loopback, and reads the kernel's accounting of
-// them (/proc/PID/stat and /proc/PID/status).
+// them (/proc/PID/stat and /proc/PID/status) and their goroutine counts.
 package procs
 
 import (
@@ -110,6 +110,32 @@ func WaitOK(url string, within time.Duration, stop <-chan struct{}) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// Goroutines reads a process's goroutine count at url: a bare number (bench
+// floor's /debug/goroutines) or the first line of Go's goroutine profile
+// (/debug/pprof/goroutine?debug=1).
+func Goroutines(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "goroutine profile: total "))
+	if err != nil {
+		return 0, fmt.Errorf("goroutine count at %s: unexpected %q", url, line)
+	}
+	return n, nil
+}
+
+// ClearStub drops the record of requests of the stub backend at url,
+// which would otherwise grow with a long run.
+func ClearStub(url string) {
+	req, _ := http.NewRequest(http.MethodDelete, url+"/_stub/requests", nil)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
 }
 
 // PID is the process id.

@@ -1,6 +1,9 @@
 package procs
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"sync"
@@ -110,5 +113,25 @@ func TestCPUMeterAgreesWithOnCPU(t *testing.T) {
 	}
 	if got < 60*time.Millisecond {
 		t.Errorf("meter %v after 4 threads spun 20 ms each", got)
+	}
+}
+
+// TestGoroutines reads both forms of a goroutine count: this process's own
+// goroutine profile (as a --pprof endpoint serves it) and a bare number.
+func TestGoroutines(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/debug/pprof/goroutine", pprof.Handler("goroutine"))
+	mux.HandleFunc("/count", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("42\n")) })
+	mux.HandleFunc("/other", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("not a count\n")) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if n, err := Goroutines(srv.URL + "/debug/pprof/goroutine?debug=1"); err != nil || n < 2 {
+		t.Errorf("profile: %d, %v; want this process's count (2 or more: the test and the server)", n, err)
+	}
+	if n, err := Goroutines(srv.URL + "/count"); err != nil || n != 42 {
+		t.Errorf("bare number: %d, %v; want 42", n, err)
+	}
+	if _, err := Goroutines(srv.URL + "/other"); err == nil {
+		t.Error("no error for an answer that holds no count")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,6 +57,19 @@ func Parse(stream []byte) ([]Event, error) {
 		events = append(events, Event{Name: string(name), Data: payload})
 	}
 	return events, nil
+}
+
+// Text joins the text of a stream's text_delta deltas (those whose data
+// decodes: Check reports the others).
+func Text(events []Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		var e messages.ContentBlockDeltaEvent
+		if ev.Name == messages.EventContentBlockDelta && json.Unmarshal(ev.Data, &e) == nil && e.Delta.Type == messages.DeltaText && e.Delta.Text != nil {
+			b.WriteString(*e.Delta.Text)
+		}
+	}
+	return b.String()
 }
 
 // Check parses a stream and checks its grammar.
@@ -182,11 +196,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index, p.ContentBlock)); err != nil {
 			return err
 		}
-		if c.delta {
-			return errors.New("content_block_start after message_delta")
-		}
-		if c.open >= 0 {
-			return fmt.Errorf("content_block_start while block %d is open", c.open)
+		if err := c.betweenBlocks(ev.Name); err != nil {
+			return err
 		}
 		if e.Index != c.blocks {
 			return fmt.Errorf("block index %d, want %d", e.Index, c.blocks)
@@ -201,8 +212,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index, p.Delta)); err != nil {
 			return err
 		}
-		if c.open < 0 || e.Index != c.open {
-			return fmt.Errorf("delta for block %d, but the open block is %d", e.Index, c.open)
+		if err := c.inOpenBlock(ev.Name, e.Index); err != nil {
+			return err
 		}
 		return checkDelta(c.openType, &e.Delta)
 	case messages.EventContentBlockStop:
@@ -210,8 +221,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Index)); err != nil {
 			return err
 		}
-		if c.open < 0 || e.Index != c.open {
-			return fmt.Errorf("stop of block %d, but the open block is %d", e.Index, c.open)
+		if err := c.inOpenBlock(ev.Name, e.Index); err != nil {
+			return err
 		}
 		c.open = -1
 	case messages.EventMessageDelta:
@@ -219,11 +230,8 @@ func (c *checker) event(ev Event) error {
 		if err := decode(ev.Data, &e, need(p.Delta, p.Usage)); err != nil {
 			return err
 		}
-		if c.delta {
-			return errors.New("a second message_delta")
-		}
-		if c.open >= 0 {
-			return fmt.Errorf("message_delta while block %d is open (no content_block_stop)", c.open)
+		if err := c.betweenBlocks(ev.Name); err != nil {
+			return err
 		}
 		c.delta = true
 		d := e.Delta
@@ -255,6 +263,27 @@ func (c *checker) event(ev Event) error {
 		c.ended = true
 	default:
 		return errors.New("unknown event")
+	}
+	return nil
+}
+
+// betweenBlocks checks where a content_block_start or a message_delta
+// (event name) comes: before message_delta, with no block open.
+func (c *checker) betweenBlocks(name string) error {
+	if c.delta {
+		return fmt.Errorf("%s after message_delta", name)
+	}
+	if c.open >= 0 {
+		return fmt.Errorf("%s while block %d is open (no content_block_stop)", name, c.open)
+	}
+	return nil
+}
+
+// inOpenBlock checks that a content_block_delta or content_block_stop
+// (event name) is for the open block.
+func (c *checker) inOpenBlock(name string, index int) error {
+	if c.open < 0 || index != c.open {
+		return fmt.Errorf("%s of block %d, but the open block is %d", name, index, c.open)
 	}
 	return nil
 }

@@ -78,16 +78,16 @@ func TestInvalid(t *testing.T) {
 		{"index skips 0", stream("start", "text1", "textd1", "stop1", "mdeltaEnd", "mstop"), "block index 1, want 0"},
 		{"index repeats", stream("start", "text0", "stop0", "text0", "stop0", "mdeltaEnd", "mstop"), "block index 0, want 1"},
 		{"two blocks open", stream("start", "text0", "text1", "stop1", "stop0", "mdeltaEnd", "mstop"), "while block 0 is open"},
-		{"delta for another block", stream("start", "text0", "textd1", "stop0", "mdeltaEnd", "mstop"), "delta for block 1, but the open block is 0"},
+		{"delta for another block", stream("start", "text0", "textd1", "stop0", "mdeltaEnd", "mstop"), "content_block_delta of block 1, but the open block is 0"},
 		{"delta after stop", stream("start", "text0", "stop0", "textd0", "mdeltaEnd", "mstop"), "open block is -1"},
 		{"delta with no block", stream("start", "textd0", "mdeltaEnd", "mstop"), "open block is -1"},
 		{"input_json_delta in text", stream("start", "text0", "json0", "stop0", "mdeltaEnd", "mstop"), "input_json_delta in a text block"},
 		{"thinking_delta in text", stream("start", "text0", "think0d", "stop0", "mdeltaEnd", "mstop"), "thinking_delta in a text block"},
 		{"text_delta in tool_use", stream("start", "text0", "stop0", "text1", "stop1", "tool2", "textd2", "stop2", "mdelta", "mstop"), "text_delta in a tool_use block"},
-		{"stop of another block", stream("start", "text0", "stop1", "mdeltaEnd", "mstop"), "stop of block 1, but the open block is 0"},
+		{"stop of another block", stream("start", "text0", "stop1", "mdeltaEnd", "mstop"), "content_block_stop of block 1, but the open block is 0"},
 		{"missing content_block_stop", stream("start", "text0", "textd0", "mdeltaEnd", "mstop"), "no content_block_stop"},
 		{"message_stop without message_delta", stream("start", "mstop"), "message_stop before message_delta"},
-		{"second message_delta", stream("start", "mdeltaEnd", "mdeltaEnd", "mstop"), "second message_delta"},
+		{"second message_delta", stream("start", "mdeltaEnd", "mdeltaEnd", "mstop"), "message_delta after message_delta"},
 		{"block after message_delta", stream("start", "mdeltaEnd", "text0", "stop0", "mstop"), "content_block_start after message_delta"},
 		{"event after message_stop", stream("start", "mdeltaEnd", "mstop", "ping"), "after the stream ended"},
 		{"event after error", stream("start", "error", "mdeltaEnd", "mstop"), "after the stream ended"},
@@ -121,6 +121,16 @@ func TestInvalid(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want an error containing %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestText(t *testing.T) {
+	events, err := Parse(stream("start", "text0", "textd0", "stop0", "think1", "thinkd1", "stop1", "text1", "textd1", "stop1", "tool2", "toold2", "stop2", "mdelta", "mstop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(events); got != "Hix" {
+		t.Fatalf("Text = %q, want the two text deltas Hi and x, not the thinking or tool input", got)
 	}
 }
 

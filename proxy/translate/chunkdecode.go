@@ -1,0 +1,188 @@
+package translate
+
+// Decoding a backend's Chat chunk: the scanner reads the usual shape in
+// one pass, jsonv2 the rest. A stream's every event is a chunk, and
+// jsonv2's decoding of them was the larger part of what a stream
+// translator costs per event.
+
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/chat"
+)
+
+// chunkDecodeOptions are chunkOptions with repeated member names allowed,
+// as the scanner allows them in the members it skips (jsonv2 decodes each
+// in turn; before, such a chunk was dropped as not a chunk).
+var chunkDecodeOptions = json.JoinOptions(chunkOptions, jsontext.AllowDuplicateNames(true))
+
+// decodeChunk decodes one chunk's data into ck with d (reused from chunk
+// to chunk, as ck and its Choices' array are). The result is jsonv2's with
+// chunkDecodeOptions: the scanner decodes the usual shape, and gives up on
+// anything whose result it is not sure matches (an error object, a
+// repeated member, an escaped member name, a member of an unexpected kind,
+// text that is not valid UTF-8); jsonv2 then decodes it, and its error is
+// returned.
+func decodeChunk(d *fastDecoder, data []byte, ck *chat.Chunk) error {
+	choices, id, model := ck.Choices[:0], ck.ID, ck.Model
+	*ck = chat.Chunk{Choices: choices}
+	*d = fastDecoder{sc: scanner{b: data}}
+	if d.chunk(ck, id, model) && d.sc.ws() == 0 && d.sc.i == len(data) {
+		return nil
+	}
+	*ck = chat.Chunk{Choices: choices}
+	return json.Unmarshal(data, ck, chunkDecodeOptions)
+}
+
+// A member whose value is null is left zero, as jsonv2 leaves it.
+
+// chunk reads a chunk; id and model are the previous chunk's, whose
+// strings are kept when they come again (they do in every chunk).
+func (d *fastDecoder) chunk(ck *chat.Chunk, id, model string) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "id":
+			return true, seen(mask, 0) && d.nullStrAs(&ck.ID, k, id)
+		case "model":
+			return true, seen(mask, 1) && d.nullStrAs(&ck.Model, k, model)
+		case "choices":
+			if !seen(mask, 2) {
+				return true, false
+			}
+			if k == 'n' {
+				return true, d.skip()
+			}
+			return true, k == '[' && d.chunkChoices(&ck.Choices)
+		case "usage":
+			if !seen(mask, 3) {
+				return true, false
+			}
+			if k == 'n' {
+				return true, d.skip()
+			}
+			ck.Usage = new(chat.Usage)
+			return true, k == '{' && d.small(ck.Usage)
+		case "error":
+			return true, false // jsonv2 reads error objects
+		}
+		return false, false
+	})
+}
+
+// chunkChoices appends the choices to *dst, each decoded into a zero
+// ChunkChoice.
+func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
+	return d.elements(func() bool {
+		*dst = append(*dst, chat.ChunkChoice{})
+		ch := &(*dst)[len(*dst)-1]
+		return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+			switch string(name) {
+			case "index":
+				return true, seen(mask, 0) && d.nullInt(&ch.Index, k)
+			case "delta":
+				if !seen(mask, 1) {
+					return true, false
+				}
+				if k == 'n' {
+					return true, d.skip()
+				}
+				return true, d.delta(&ch.Delta)
+			case "finish_reason":
+				return true, seen(mask, 2) && d.nullStrAs(&ch.FinishReason, k, "stop")
+			case "stop_reason":
+				return true, d.rawMember(&ch.StopReason, mask, 3)
+			}
+			return false, false
+		})
+	})
+}
+
+func (d *fastDecoder) delta(dl *chat.Delta) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "role":
+			return true, seen(mask, 0) && d.nullStrAs(&dl.Role, k, "assistant")
+		case "content":
+			return true, seen(mask, 1) && d.nullStr(&dl.Content, k)
+		case "reasoning_content":
+			return true, seen(mask, 2) && d.nullStr(&dl.ReasoningContent, k)
+		case "reasoning":
+			return true, seen(mask, 3) && d.nullStr(&dl.Reasoning, k)
+		case "refusal":
+			return true, seen(mask, 4) && d.nullStr(&dl.Refusal, k)
+		case "tool_calls":
+			if !seen(mask, 5) {
+				return true, false
+			}
+			if k == 'n' {
+				return true, d.skip()
+			}
+			return true, k == '[' && list(d, &dl.ToolCalls, 1, d.toolCallDelta)
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "index":
+			return true, seen(mask, 0) && d.nullInt(&tc.Index, k)
+		case "id":
+			return true, seen(mask, 1) && d.nullStr(&tc.ID, k)
+		case "type":
+			return true, seen(mask, 2) && d.nullStrAs(&tc.Type, k, "function")
+		case "function":
+			if !seen(mask, 3) {
+				return true, false
+			}
+			if k == 'n' {
+				return true, d.skip()
+			}
+			f := &tc.Function
+			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+				switch string(name) {
+				case "name":
+					return true, seen(mask, 0) && d.nullStr(&f.Name, k)
+				case "arguments":
+					return true, seen(mask, 1) && d.nullStr(&f.Arguments, k)
+				}
+				return false, false
+			})
+		}
+		return false, false
+	})
+}
+
+// nullStr reads a string, or null (leaving *dst as it is).
+func (d *fastDecoder) nullStr(dst *string, k byte) bool {
+	if k == 'n' {
+		return d.skip()
+	}
+	return k == '"' && d.str(dst)
+}
+
+// nullStrAs reads a string, or null, as nullStr does; a string without
+// escapes whose text is usual's takes usual, allocating nothing.
+func (d *fastDecoder) nullStrAs(dst *string, k byte, usual string) bool {
+	if k == '"' && d.sc.i+len(usual)+1 < len(d.sc.b) && d.sc.b[d.sc.i+len(usual)+1] == '"' && string(d.sc.b[d.sc.i+1:d.sc.i+len(usual)+1]) == usual {
+		_, ok := d.raw()
+		*dst = usual
+		return ok
+	}
+	return d.nullStr(dst, k)
+}
+
+// nullInt reads an integer, or null (leaving *dst as it is).
+func (d *fastDecoder) nullInt(dst *int, k byte) bool {
+	if k == 'n' {
+		return d.skip()
+	}
+	var n int64
+	if !d.integer(&n) || int64(int(n)) != n {
+		return false
+	}
+	*dst = int(n)
+	return true
+}

@@ -1,0 +1,143 @@
+package translate
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+)
+
+// checkChunkDecode decodes data as decodeChunk does and with jsonv2 alone:
+// the same chunk, or both an error. It reports whether the scanner took
+// data (jsonv2 not needed).
+func checkChunkDecode(t *testing.T, data []byte) (fast bool) {
+	t.Helper()
+	var want chat.Chunk
+	werr := json.Unmarshal(data, &want, chunkDecodeOptions)
+	// A reused chunk, its array holding an earlier chunk's choices, as
+	// chatLanes reuses it.
+	got := chat.Chunk{ID: "old", Choices: []chat.ChunkChoice{{Index: 3, FinishReason: "stop", Delta: chat.Delta{Content: "old", ToolCalls: make([]chat.ToolCallDelta, 1)}}}}
+	// Twice: the second time the strings of the chunk before are there to
+	// be kept.
+	d := new(fastDecoder)
+	for range 2 {
+		gerr := decodeChunk(d, data, &got)
+		compareChunk(t, data, got, gerr, want, werr)
+	}
+	d = &fastDecoder{sc: scanner{b: data}}
+	var ck chat.Chunk
+	fast = d.chunk(&ck, "", "") && d.sc.ws() == 0 && d.sc.i == len(data)
+	if fast && werr != nil {
+		t.Fatalf("%q: the scanner took a chunk jsonv2 refuses (%v)", data, werr)
+	}
+	return fast
+}
+
+// compareChunk compares copies of the chunks.
+func compareChunk(t *testing.T, data []byte, got chat.Chunk, gerr error, want chat.Chunk, werr error) {
+	t.Helper()
+	if (gerr == nil) != (werr == nil) {
+		t.Fatalf("%q: decodeChunk error %v, jsonv2 error %v", data, gerr, werr)
+	}
+	// No choices: a nil slice, an empty one or the reused array.
+	if len(got.Choices) == 0 {
+		got.Choices = nil
+	}
+	if len(want.Choices) == 0 {
+		want.Choices = nil
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decodeChunk differs from jsonv2:\n got %+v\nwant %+v", data, got, want)
+	}
+}
+
+// chunkUsualShapes: the first samples, which the scanner takes.
+const chunkUsualShapes = 10
+
+var chunkDecodeSamples = []string{
+	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"logprobs":null}]}`,
+	`{"choices":[{"delta":{"content":"a\nb \"q\" \u00e9 \ud83d\ude00 é"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-stub","model":"m","object":"chat.completion.chunk"}`,
+	`{"choices":[{"index":0,"delta":{"reasoning_content":"r","reasoning":null,"refusal":null,"tool_calls":null,"content":null}}]}`,
+	`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}},{"index":-0,"function":{"arguments":"1}"}}]}}]}`,
+	`{"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":151643}],"usage":null}`,
+	`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":1},"prompt_tokens_details":{"cached_tokens":4}}}`,
+	`{"choices":null,"id":null,"model":null,"usage":null}`,
+	` {"choices":[{"index":1,"delta":null,"finish_reason":"length","stop_reason":null},{"index":0,"delta":{"Content":"x","function_call":{"name":"g"}}}],"extra":{"a":[1,{"b":null}]}} `,
+	`{}`,
+	`{"detail":"not found"}`, // an error in another shape: an empty chunk, then parseBackendError
+	// Shapes the scanner leaves to jsonv2 (after the first chunkUsualShapes).
+	`{"error":{"message":"boom","type":"server_error"}}`,
+	`{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}`,
+	`{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[]}`,
+	`{"choices":[{"index":1.0,"delta":{}}]}`,
+	`{"choices":[{"index":1e2,"delta":{}}]}`,
+	`{"choices":[{"index":99999999999999999999,"delta":{}}]}`,
+	`{"choices":[{"index":"0","delta":{}}]}`,
+	`{"choices":[{"index":0,"delta":{"content":5}}]}`,
+	`{"choices":[{"index":0,"delta":{"tool_calls":{}}}]}`,
+	`{"choices":[{"index":0,"delta":[]}]}`,
+	`{"choices":{}}`,
+	`{"usage":[]}`,
+	`{"cho\u0069ces":[]}`,
+	"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\"}}]}",
+	`{"choices":[]} x`,
+	`[]`, `null`, ``, `{`, `keep-alive`,
+}
+
+func chunkData(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, name := range fixtures.BackendStreams() {
+		b, err := fixtures.Backend(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok && !bytes.Equal(bytes.TrimSpace(data), doneData) {
+				out = append(out, bytes.TrimSpace(data))
+			}
+		}
+	}
+	for _, s := range chunkDecodeSamples {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// TestChunkDecodeMatchesJSONv2: every chunk of the backend fixtures and
+// the samples decode as jsonv2 decodes them, and the scanner takes the
+// fixtures' chunks (all but their error objects) and the usual shapes.
+func TestChunkDecodeMatchesJSONv2(t *testing.T) {
+	for _, name := range fixtures.BackendStreams() {
+		b, _ := fixtures.Backend(name)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			data, ok := bytes.CutPrefix(line, []byte("data:"))
+			data = bytes.TrimSpace(data)
+			if !ok || bytes.Equal(data, doneData) || bytes.Contains(data, []byte(`"error"`)) {
+				continue
+			}
+			if !checkChunkDecode(t, data) {
+				t.Errorf("%s: the scanner gave up on %s", name, data)
+			}
+		}
+	}
+	checkSamples(t, chunkDecodeSamples, chunkUsualShapes, checkChunkDecode)
+}
+
+// Random edits of the fixtures' chunks and the samples decode as jsonv2
+// decodes them.
+func TestChunkDecodeMatchesJSONv2Mutated(t *testing.T) {
+	inserts := []string{`null`, `1`, `-2`, `1.5`, `"x"`, `{}`, `[]`, `,"a":1`, `,"content":"c"`, `,"index":1`, `"\u00e9"`, `,"tool_calls":[]`, `true`, `,"role":"user"`, `,"finish_reason":"stop"`, `,"delta":{}`, `,"usage":{}`, `,"function":{"name":"n"}`, `\n`, `\"`}
+	checkMutated(t, chunkData(t), inserts, 17, checkChunkDecode)
+}
+
+// FuzzChunkDecode: decodeChunk decodes whatever data as jsonv2 does.
+func FuzzChunkDecode(f *testing.F) {
+	for _, d := range chunkData(f) {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkChunkDecode(t, data) })
+}
