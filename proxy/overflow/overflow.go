@@ -6,7 +6,8 @@
 // code context_length_exceeded. Local servers say it each their own way
 // (vLLM, SGLang, llama.cpp's llama-server, Ollama, LM Studio; status 400,
 // or 500 for LM Studio's Messages endpoint), and the client retries or
-// stops instead. The recorded wordings are in testdata/.
+// stops instead. The recorded wordings are in package fixtures
+// (fixtures/overflow).
 //
 // Use:
 //

@@ -6,12 +6,12 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/dragoman-dev/dragoman/proxy/overflow/overflowtest"
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
-func readFixture(t *testing.T, name string) overflowtest.Fixture {
+func readFixture(t *testing.T, name string) fixtures.OverflowError {
 	t.Helper()
-	f, err := overflowtest.Read(name)
+	f, err := fixtures.ReadOverflowError(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func readFixture(t *testing.T, name string) overflowtest.Fixture {
 // TestDetectRecordedWordings maps each server's recorded wording to the
 // Messages text its fixture wants (the numbers are in that text).
 func TestDetectRecordedWordings(t *testing.T) {
-	all, err := overflowtest.All()
+	all, err := fixtures.OverflowErrors()
 	if err != nil {
 		t.Fatal(err)
 	}

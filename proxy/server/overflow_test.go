@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/overflow/overflowtest"
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
 type errorBody struct {
@@ -36,7 +36,7 @@ func readError(t *testing.T, resp *http.Response) (int, errorBody, string) {
 // endpoints, streamed and not: each is a real 400 (a stream fails before
 // its commit) in the words the caller's clients act on.
 func TestOverflowEachServerWordingBothEndpoints(t *testing.T) {
-	all, err := overflowtest.All()
+	all, err := fixtures.OverflowErrors()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestOverflowEachServerWordingBothEndpoints(t *testing.T) {
 // TestOverflowNumbersFromTheConfiguredWindow: a backend that names no
 // numbers (Ollama) gets them from proxy_params.context_window.
 func TestOverflowNumbersFromTheConfiguredWindow(t *testing.T) {
-	f, err := overflowtest.Read("ollama-excess.txt")
+	f, err := fixtures.ReadOverflowError("ollama-excess.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestOverflowNumbersFromTheConfiguredWindow(t *testing.T) {
 // committed the Messages stream; its overflow then ends the stream with an
 // error event in the same words.
 func TestOverflowAfterCommit(t *testing.T) {
-	f, err := overflowtest.Read("llamacpp.txt")
+	f, err := fixtures.ReadOverflowError("llamacpp.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
