@@ -220,8 +220,11 @@ func TestNativeColdStartPings(t *testing.T) {
 	start := time.Now()
 	resp := h.post("/v1/messages", `{"model":"claude-opus-5-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"cold hello"}]}`)
 	defer resp.Body.Close()
-	if headers := time.Since(start); resp.StatusCode != 200 || headers > 2*time.Second {
-		t.Fatalf("status %d after %s: the stream should commit at the first ping interval", resp.StatusCode, headers)
+	// The bound is the backend's silence, not a guess at the machine's
+	// speed (it was 2 s, which a loaded -race run need not meet): the
+	// stream must be committed before the backend says anything.
+	if headers := time.Since(start); resp.StatusCode != 200 || headers >= 6*time.Second {
+		t.Fatalf("status %d after %s: the stream should commit before the 6 s cold start ends", resp.StatusCode, headers)
 	}
 	events := string(readEvents(t, resp.Body))
 	head, _, found := strings.Cut(events, "event: message_start")

@@ -310,7 +310,8 @@ func TestResponsesPathWithoutV1(t *testing.T) {
 func TestResponsesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	// The bound is the backend's delay, not a guess at the machine's speed:
 	// the stream must be committed before the backend's first token.
-	const delay = time.Second
+	// 2 s, not 1 s: 1.9 s of room at a 100 ms ping for a loaded -race run.
+	const delay = 2 * time.Second
 	h := newHarness(t, harnessOptions{stub: stub.Options{FirstTokenDelay: delay}, ping: 100 * time.Millisecond})
 	start := time.Now()
 	resp := h.post("/v1/responses", `{"model":"local-model","input":"hi","stream":true}`)

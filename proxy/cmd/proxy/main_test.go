@@ -341,17 +341,21 @@ func TestDrainGraceExpires(t *testing.T) {
 	waitGroup(t, &live, 10*time.Second, "streams to go live")
 	sigterm := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exitCode(t, 5*time.Second); code != 0 {
+	// The streams last 30 s: an exit well before that, with the log
+	// saying the grace ran out and the backend requests cancelled, is the
+	// cut. Not how soon after the 1 s grace a loaded machine got there
+	// (the bound was 3.5 s); 20 s only ends a hang.
+	if code := p.exitCode(t, 20*time.Second); code != 0 {
 		t.Errorf("exit code %d:\n%s", code, p.stderr.String())
 	}
-	if took := p.exitAt.Sub(sigterm); took < time.Second || took > 3500*time.Millisecond {
-		t.Errorf("exit %s after SIGTERM with --grace 1s", took)
+	if took := p.exitAt.Sub(sigterm); took < time.Second {
+		t.Errorf("exit %s after SIGTERM, before the 1 s --grace ran out", took)
 	}
 	if !strings.Contains(p.stderr.String(), "grace period over") {
 		t.Errorf("the log does not say the grace period ran out:\n%s", p.stderr.String())
 	}
-	waitGroup(t, &wg, 5*time.Second, "cut streams to end")
-	deadline := time.Now().Add(3 * time.Second)
+	waitGroup(t, &wg, 10*time.Second, "cut streams to end")
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		reqs := backend.Requests()
 		cancelled := 0
@@ -431,8 +435,11 @@ func TestSlowHeadersCutOff(t *testing.T) {
 		c := <-cuts
 		if c.err != nil {
 			t.Errorf("%s: %v", c.name, c.err)
-		} else if c.after < 9*time.Second || c.after > 12*time.Second {
-			t.Errorf("%s: disconnected after %s, want about 10 s", c.name, c.after)
+		} else if c.after < 9*time.Second {
+			// No upper bound: the 20 s read deadline would have made err a
+			// timeout, so the proxy did the cutting; how late past 10 s a
+			// loaded machine did it is not this test's to bound.
+			t.Errorf("%s: disconnected after %s, before the 10 s header timeout", c.name, c.after)
 		} else {
 			t.Logf("%s: disconnected after %s", c.name, c.after.Round(time.Millisecond))
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,7 +97,12 @@ func TestCPUMeterAgreesWithOnCPU(t *testing.T) {
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+			// 20 ms of this thread's CPU, not of wall clock: on a loaded
+			// machine a thread spinning 20 ms of wall clock may run for a
+			// few, and the 60 ms below was not reached.
+			for start := threadCPU(t); threadCPU(t)-start < 20*time.Millisecond && !t.Failed(); {
+				for range 10000 {
+				}
 			}
 		}()
 	}
@@ -114,6 +121,22 @@ func TestCPUMeterAgreesWithOnCPU(t *testing.T) {
 	if got < 60*time.Millisecond {
 		t.Errorf("meter %v after 4 threads spun 20 ms each", got)
 	}
+}
+
+// threadCPU is the calling thread's time on a CPU so far (the first field
+// of its /proc/self/task/TID/schedstat, in nanoseconds).
+func threadCPU(t *testing.T) time.Duration {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(syscall.Gettid()) + "/schedstat")
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	return time.Duration(ns)
 }
 
 // TestGoroutines reads both forms of a goroutine count: this process's own
