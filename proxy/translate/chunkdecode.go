@@ -47,19 +47,13 @@ func (d *fastDecoder) chunk(ck *chat.Chunk, id, model string) bool {
 		case "model":
 			return true, seen(mask, 1) && d.nullStrAs(&ck.Model, k, model)
 		case "choices":
-			if !seen(mask, 2) {
-				return true, false
-			}
-			if k == 'n' {
-				return true, d.skip()
+			if read, ok := d.present(mask, 2, k); !read {
+				return true, ok
 			}
 			return true, k == '[' && d.chunkChoices(&ck.Choices)
 		case "usage":
-			if !seen(mask, 3) {
-				return true, false
-			}
-			if k == 'n' {
-				return true, d.skip()
+			if read, ok := d.present(mask, 3, k); !read {
+				return true, ok
 			}
 			ck.Usage = new(chat.Usage)
 			return true, k == '{' && d.small(ck.Usage)
@@ -81,11 +75,8 @@ func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
 			case "index":
 				return true, seen(mask, 0) && d.nullInt(&ch.Index, k)
 			case "delta":
-				if !seen(mask, 1) {
-					return true, false
-				}
-				if k == 'n' {
-					return true, d.skip()
+				if read, ok := d.present(mask, 1, k); !read {
+					return true, ok
 				}
 				return true, d.delta(&ch.Delta)
 			case "finish_reason":
@@ -112,11 +103,8 @@ func (d *fastDecoder) delta(dl *chat.Delta) bool {
 		case "refusal":
 			return true, seen(mask, 4) && d.nullStr(&dl.Refusal, k)
 		case "tool_calls":
-			if !seen(mask, 5) {
-				return true, false
-			}
-			if k == 'n' {
-				return true, d.skip()
+			if read, ok := d.present(mask, 5, k); !read {
+				return true, ok
 			}
 			return true, k == '[' && list(d, &dl.ToolCalls, 1, d.toolCallDelta)
 		}
@@ -134,11 +122,8 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 		case "type":
 			return true, seen(mask, 2) && d.nullStrAs(&tc.Type, k, "function")
 		case "function":
-			if !seen(mask, 3) {
-				return true, false
-			}
-			if k == 'n' {
-				return true, d.skip()
+			if read, ok := d.present(mask, 3, k); !read {
+				return true, ok
 			}
 			f := &tc.Function
 			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
@@ -153,6 +138,19 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 		}
 		return false, false
 	})
+}
+
+// present notes member bit of an object and reports whether its value is
+// to be read: not when it is null (skipped, ok) or the member repeats (not
+// ok).
+func (d *fastDecoder) present(mask *uint32, bit uint, k byte) (read, ok bool) {
+	if !seen(mask, bit) {
+		return false, false
+	}
+	if k == 'n' {
+		return false, d.skip()
+	}
+	return true, true
 }
 
 // nullStr reads a string, or null (leaving *dst as it is).

@@ -34,7 +34,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "model":
-			return true, seen(mask, 0) && k == '"' && d.str(&req.Model)
+			return true, d.strMember(&req.Model, k, mask, 0)
 		case "input":
 			if !seen(mask, 1) {
 				return true, false
@@ -56,7 +56,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 		case "user":
 			return true, d.rawMember(&req.User, mask, 6)
 		case "tools":
-			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools)
+			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools, 16)
 		case "stream":
 			return true, seen(mask, 8) && d.boolean(&req.Stream, k)
 		case "parallel_tool_calls":
@@ -76,10 +76,10 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				switch string(name) {
 				case "effort":
 					r.Effort = new(string)
-					return true, seen(mask, 0) && k == '"' && d.str(r.Effort)
+					return true, d.strMember(r.Effort, k, mask, 0)
 				case "summary":
 					r.Summary = new(string)
-					return true, seen(mask, 1) && k == '"' && d.str(r.Summary)
+					return true, d.strMember(r.Summary, k, mask, 1)
 				}
 				return false, false
 			})
@@ -94,7 +94,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 			})
 		case "previous_response_id":
 			req.PreviousResponseID = new(string)
-			return true, seen(mask, 13) && k == '"' && d.str(req.PreviousResponseID)
+			return true, d.strMember(req.PreviousResponseID, k, mask, 13)
 		}
 		return false, false
 	})
@@ -105,17 +105,17 @@ func (d *fastDecoder) responsesItem(it *responses.Item) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&it.Type)
+			return true, d.strMember(&it.Type, k, mask, 0)
 		case "id":
-			return true, seen(mask, 1) && k == '"' && d.str(&it.ID)
+			return true, d.strMember(&it.ID, k, mask, 1)
 		case "role":
-			return true, seen(mask, 2) && k == '"' && d.str(&it.Role)
+			return true, d.strMember(&it.Role, k, mask, 2)
 		case "call_id":
-			return true, seen(mask, 3) && k == '"' && d.str(&it.CallID)
+			return true, d.strMember(&it.CallID, k, mask, 3)
 		case "name":
-			return true, seen(mask, 4) && k == '"' && d.str(&it.Name)
+			return true, d.strMember(&it.Name, k, mask, 4)
 		case "namespace":
-			return true, seen(mask, 5) && k == '"' && d.str(&it.Namespace)
+			return true, d.strMember(&it.Namespace, k, mask, 5)
 		case "content":
 			return true, seen(mask, 6) && d.responsesContent(&it.Content, k)
 		case "output":
@@ -152,31 +152,33 @@ func (d *fastDecoder) responsesPart(p *responses.Part) bool {
 		case "text":
 			return true, d.rawMember(&p.Text, mask, 0)
 		case "type":
-			return true, seen(mask, 1) && k == '"' && d.str(&p.Type)
+			return true, d.strMember(&p.Type, k, mask, 1)
 		case "refusal":
-			return true, seen(mask, 2) && k == '"' && d.str(&p.Refusal)
+			return true, d.strMember(&p.Refusal, k, mask, 2)
 		case "image_url":
-			return true, seen(mask, 3) && k == '"' && d.str(&p.ImageURL)
+			return true, d.strMember(&p.ImageURL, k, mask, 3)
 		case "file_id":
-			return true, seen(mask, 4) && k == '"' && d.str(&p.FileID)
+			return true, d.strMember(&p.FileID, k, mask, 4)
 		case "detail":
-			return true, seen(mask, 5) && k == '"' && d.str(&p.Detail)
+			return true, d.strMember(&p.Detail, k, mask, 5)
 		}
 		return false, false
 	})
 }
 
-func (d *fastDecoder) responsesTools(dst *[]responses.Tool) bool {
-	return list(d, dst, 16, d.responsesTool)
+// responsesTools reads a list of tools: size is the capacity it usually
+// needs (a namespace holds a few).
+func (d *fastDecoder) responsesTools(dst *[]responses.Tool, size int) bool {
+	return list(d, dst, size, d.responsesTool)
 }
 
 func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 	return d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
 		case "type":
-			return true, seen(mask, 0) && k == '"' && d.str(&t.Type)
+			return true, d.strMember(&t.Type, k, mask, 0)
 		case "name":
-			return true, seen(mask, 1) && k == '"' && d.str(&t.Name)
+			return true, d.strMember(&t.Name, k, mask, 1)
 		case "description":
 			return true, d.rawMember(&t.Description, mask, 2)
 		case "parameters":
@@ -187,32 +189,33 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 			return true, seen(mask, 4) && d.object(func(name []byte, k byte, mask *uint32) (bool, bool) {
 				switch string(name) {
 				case "type":
-					return true, seen(mask, 0) && k == '"' && d.str(&f.Type)
+					return true, d.strMember(&f.Type, k, mask, 0)
 				case "syntax":
-					return true, seen(mask, 1) && k == '"' && d.str(&f.Syntax)
+					return true, d.strMember(&f.Syntax, k, mask, 1)
 				case "definition":
 					return true, d.rawMember(&f.Definition, mask, 2)
 				}
 				return false, false
 			})
 		case "tools":
-			return true, seen(mask, 5) && k == '[' && d.responsesTools(&t.Tools)
+			return true, seen(mask, 5) && k == '[' && d.responsesTools(&t.Tools, 4)
 		}
 		return false, false
 	})
 }
 
-// rawString is a raw value that must be a JSON string: it reports the
-// string (quoted) when it is one, nil for null or absent, and an error
-// naming where for another kind.
-func rawString(v jsontext.Value, where string) (jsontext.Value, error) {
+// rawString is a raw value that must be a JSON string, member field of
+// element i of list: it reports the string (quoted) when it is one, nil
+// for null or absent, and an error naming list.i.field for another kind
+// (the path is written only then: most requests have no error to word).
+func rawString(v jsontext.Value, list string, i int, field string) (jsontext.Value, error) {
 	switch v.Kind() {
 	case '"':
 		return v, nil
 	case 'n', jsontext.KindInvalid:
 		return nil, nil
 	}
-	return nil, invalidf("%s: must be a string, got %s", where, kindName(v.Kind()))
+	return nil, invalidf("%s.%d.%s: must be a string, got %s", list, i, field, kindName(v.Kind()))
 }
 
 // prefixed puts where in front of a decode error's path.

@@ -390,7 +390,7 @@ func callMember(i int, it *responses.Item, kind, field string, raw jsontext.Valu
 	if it.CallID == "" || it.Name == "" {
 		return nil, invalidf("input.%d: a %s needs call_id and name", i, kind)
 	}
-	return rawString(raw, "input."+strconv.Itoa(i)+"."+field)
+	return rawString(raw, "input", i, field)
 }
 
 // pushCall adds the assistant's call of item it, with its arguments.
@@ -555,7 +555,7 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 				}
 				b.call.inSpace[name] = [2]string{namespace, t.Name}
 			}
-			desc, err := rawString(t.Description, where+"."+strconv.Itoa(i)+".description")
+			desc, err := rawString(t.Description, where, i, "description")
 			if err != nil {
 				return nil, err
 			}
@@ -570,7 +570,7 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 				b.call.custom[name] = true
 				def.parameters = customParameters
 				if f := t.Format; f != nil && f.Type == "grammar" {
-					grammar, err := rawString(f.Definition, where+"."+strconv.Itoa(i)+".format.definition")
+					grammar, err := rawString(f.Definition, where, i, "format.definition")
 					if err != nil {
 						return nil, err
 					}
