@@ -114,13 +114,20 @@ type laneWriter interface {
 	openNext(dst []byte) []byte
 	// end writes the end of the answer: the backend's stream ended.
 	end(dst []byte) []byte
+	// Start writes the start of the answer, once: it opens it.
+	Start(dst []byte) []byte
+	// failBackend ends the answer with an error: the backend's last event
+	// was an error object carrying message.
+	failBackend(dst []byte, message string) []byte
 }
 
 // chatLanes is the reading of one backend Chat stream, embedded in the
 // translator that writes it.
 type chatLanes struct {
-	refusalKind laneKind // the lane a refusal goes to
-	idPrefix    string   // the made-up tool ids: idPrefix and a number
+	w           laneWriter  // the translator this reading is embedded in
+	phase       streamPhase // of the answer, as the translator moves it
+	refusalKind laneKind    // the lane a refusal goes to
+	idPrefix    string      // the made-up tool ids: idPrefix and a number
 	madeIDs     int
 
 	backendDone bool  // [DONE] came, or the finish and its usage
@@ -139,6 +146,46 @@ type chatLanes struct {
 	finalUsage bool           // usage came with or after the finish chunk
 	outBytes   int            // content bytes, for an estimate when usage never comes
 	refused    bool           // the backend sent a refusal
+}
+
+// Done reports whether the backend ended its stream: it sent [DONE], or
+// its finish and then its usage. The caller may stop reading.
+func (c *chatLanes) Done() bool { return c.backendDone }
+
+// BackendUsage returns the usage the backend reported, nil when it sent
+// none (the end of the answer then carries an estimate).
+func (c *chatLanes) BackendUsage() *chat.Usage { return c.usage }
+
+// Feed feeds raw backend bytes, split anywhere, and appends the events
+// they complete (Start is implied). When the backend sends an error object
+// instead of a chunk, Feed returns a *BackendError and the caller then
+// calls Fail; an event too large to buffer returns sse.ErrEventTooLarge.
+// Either error is returned again by every later Feed. Bytes after the end
+// of the backend's stream (Done) are ignored.
+func (c *chatLanes) Feed(dst, p []byte) ([]byte, error) {
+	dst = c.w.Start(dst)
+	if c.phase != phaseOpen {
+		return dst, nil
+	}
+	return c.read(dst, p, c.w)
+}
+
+// Finish ends the answer, whatever came before (nothing at all, a stream
+// cut before [DONE], an error Feed returned): the open block or item
+// closed, those still waiting written, then the translator's end. A last
+// event without its blank line is still read; if it is an error object,
+// Finish ends the answer as the translator's Fail does. Later calls
+// append nothing, as do calls after Fail.
+func (c *chatLanes) Finish(dst []byte) []byte {
+	dst = c.w.Start(dst)
+	if c.phase != phaseOpen {
+		return dst
+	}
+	dst, be := c.readEnd(dst, c.w)
+	if be != nil {
+		return c.w.failBackend(dst, be.Message)
+	}
+	return c.w.end(dst)
 }
 
 // read feeds raw backend bytes, split anywhere, and appends the events

@@ -53,7 +53,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -67,7 +66,6 @@ type ResponsesStream struct {
 	call      *ResponsesCall
 	inputEst  int
 
-	phase    streamPhase
 	seq      int
 	items    []outItem // by output_index, as the items open
 	laneItem []int     // by lane, as the lanes open: the output_index of its item
@@ -92,16 +90,11 @@ func isMessagePart(k laneKind) bool { return k == laneText || k == laneRefusal }
 // prompt for a backend that never reports usage.
 func NewResponsesStream(alias, responseID string, createdAt int64, call *ResponsesCall, inputTokens int) *ResponsesStream {
 	base := strings.TrimPrefix(responseID, "resp_")
-	return &ResponsesStream{alias: alias, id: responseID, base: base, createdAt: createdAt, call: call, inputEst: max(inputTokens, 0),
+	st := &ResponsesStream{alias: alias, id: responseID, base: base, createdAt: createdAt, call: call, inputEst: max(inputTokens, 0),
 		chatLanes: chatLanes{refusalKind: laneRefusal, idPrefix: "call_" + base + "_"}}
+	st.w = st
+	return st
 }
-
-// BackendUsage returns the usage the backend reported, nil when it sent
-// none (response.completed then carries an estimate).
-func (s *ResponsesStream) BackendUsage() *chat.Usage { return s.usage }
-
-// Done reports whether the backend ended its stream.
-func (s *ResponsesStream) Done() bool { return s.backendDone }
 
 // Start appends response.created and response.in_progress. Later calls
 // append nothing.
@@ -132,33 +125,10 @@ func (s *ResponsesStream) Ping(dst []byte) []byte {
 	return append(dst, ": keepalive\n\n"...)
 }
 
-// Feed feeds raw backend bytes, split anywhere, and appends the events
-// they complete (Start is implied). When the backend sends an error object
-// instead of a chunk, Feed returns a *BackendError and the caller then
-// calls Fail; an event too large to buffer returns sse.ErrEventTooLarge.
-// Either error is returned again by every later Feed.
-func (s *ResponsesStream) Feed(dst, p []byte) ([]byte, error) {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst, nil
-	}
-	return s.read(dst, p, s)
-}
-
-// Finish ends the response, whatever came before: the open item closed,
-// waiting items written, then response.completed (or response.incomplete).
-// A last event without its blank line is still read; if it is an error
-// object, Finish ends the stream as Fail does. Later calls append nothing.
-func (s *ResponsesStream) Finish(dst []byte) []byte {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst
-	}
-	dst, be := s.readEnd(dst, s)
-	if be != nil {
-		return s.Fail(dst, responses.ServerError, be.Message)
-	}
-	return s.end(dst)
+// failBackend ends the stream as Fail does when the backend's last event
+// was an error object: with server_error.
+func (s *ResponsesStream) failBackend(dst []byte, message string) []byte {
+	return s.Fail(dst, responses.ServerError, message)
 }
 
 // Fail appends response.failed, its error carrying code and message, and

@@ -43,7 +43,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -77,7 +76,6 @@ type Stream struct {
 	alias, id   string
 	inputTokens int
 
-	phase streamPhase
 	chatLanes
 }
 
@@ -86,17 +84,11 @@ type Stream struct {
 // is the model name the client asked for; inputTokens is an estimate used
 // in message_start's usage (a Chat stream reports usage only at its end).
 func NewStream(alias, messageID string, inputTokens int) *Stream {
-	return &Stream{alias: alias, id: messageID, inputTokens: max(inputTokens, 0),
+	st := &Stream{alias: alias, id: messageID, inputTokens: max(inputTokens, 0),
 		chatLanes: chatLanes{refusalKind: laneText, idPrefix: "toolu_" + strings.TrimPrefix(messageID, "msg_") + "_"}}
+	st.w = st
+	return st
 }
-
-// Done reports whether the backend ended its stream: it sent [DONE], or
-// its finish and then its usage. The caller may stop reading.
-func (s *Stream) Done() bool { return s.backendDone }
-
-// BackendUsage returns the usage the backend reported, nil when it sent
-// none (the message_delta then carries an estimate).
-func (s *Stream) BackendUsage() *chat.Usage { return s.usage }
 
 // Start appends message_start, the first event of the stream. Later calls
 // append nothing.
@@ -133,37 +125,10 @@ func AppendPing(dst []byte) []byte {
 	return appendEventEnd(dst)
 }
 
-// Feed feeds raw backend bytes, split anywhere, and appends the events
-// they complete (Start is implied). When the backend sends an error object
-// instead of a chunk, Feed returns a *BackendError and the caller then
-// calls Fail; an event too large to buffer returns sse.ErrEventTooLarge.
-// Either error is returned again by every later Feed. Bytes after the end
-// of the backend's stream (Done) are ignored.
-func (s *Stream) Feed(dst, p []byte) ([]byte, error) {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst, nil
-	}
-	return s.read(dst, p, s)
-}
-
-// Finish ends the message: the open block is closed, blocks still waiting
-// are written, then message_delta (stop reason, stop sequence, the
-// backend's final usage) and message_stop. It is valid whatever came
-// before: nothing at all (an empty answer), a stream cut before [DONE]
-// (a last event without its blank line is still read; if it is an error
-// object, Finish ends the stream as Fail does, with api_error), or an
-// error Feed returned. Later calls append nothing, as do calls after Fail.
-func (s *Stream) Finish(dst []byte) []byte {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst
-	}
-	dst, be := s.readEnd(dst, s)
-	if be != nil {
-		return s.Fail(dst, messages.APIError, be.Message)
-	}
-	return s.end(dst)
+// failBackend ends the stream as Fail does when the backend's last event
+// was an error object: with api_error.
+func (s *Stream) failBackend(dst []byte, message string) []byte {
+	return s.Fail(dst, messages.APIError, message)
 }
 
 // Fail appends an error event in the Messages error shape and ends the

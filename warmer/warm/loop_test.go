@@ -144,8 +144,11 @@ func TestLoopStopCancelsInFlight(t *testing.T) {
 	waitFor(t, 5*time.Second, "the request sent at start", func() bool { return len(s.Requests()) == 1 })
 	start := time.Now()
 	stop()
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("stopping took %s with a request in flight, want it cancelled at once", el)
+	// The request in flight would last a minute: stop returning well
+	// before that (and the stub seeing the cancellation) is the
+	// cancellation; 20 s leaves a loaded machine room.
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("stopping took %s with a request in flight, want it cancelled, not waited for", el)
 	}
 	waitFor(t, 5*time.Second, "the stub to see the cancellation", func() bool { return s.Requests()[0].Cancelled })
 }

@@ -83,8 +83,11 @@ func TestOnceDeadlineNamesTheSilentModel(t *testing.T) {
 		{Model: "fine", APIBase: goodBase, APIKey: testKey},
 		{Model: "silent", APIBase: silentBase, APIKey: testKey},
 	}, time.Second, fastBackoff)
-	if el := time.Since(start); el < time.Second || el > 3*time.Second {
-		t.Errorf("Once took %s with a 1s deadline", el)
+	// The silent backend never answers: only the deadline ends Once (the
+	// DeadlineError below says it did), and not before it. How soon after
+	// it a loaded machine returned is not bounded here.
+	if el := time.Since(start); el < time.Second {
+		t.Errorf("Once took %s, less than its 1s deadline", el)
 	}
 	if !out[0].Answered || out[0].Target.Model != "fine" {
 		t.Errorf("fine: %+v, want answered", out[0])
@@ -106,14 +109,11 @@ func TestOnceGivesUpAtOnceOnAuthError(t *testing.T) {
 		http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
 	})
 	w, _ := newWarmer(5 * time.Second)
-	start := time.Now()
+	// One attempt, one call: no retry (not a wall-clock bound).
 	out := w.Once(t.Context(), []Target{{Model: "m", APIBase: base, APIKey: testKey}}, 10*time.Second, fastBackoff)
 	var se *StatusError
 	if out[0].Answered || !errors.As(out[0].Err, &se) || se.Code != 401 || out[0].Attempts != 1 || calls.Load() != 1 {
 		t.Fatalf("outcome %+v after %d calls, want one 401 and no retry", out[0], calls.Load())
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("took %s, want an immediate give-up", el)
 	}
 }
 

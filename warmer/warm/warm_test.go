@@ -155,8 +155,10 @@ func TestWarmTimeout(t *testing.T) {
 	if !errors.As(res.Err, &te) || te.Timeout != 300*time.Millisecond {
 		t.Fatalf("err = %v, want a TimeoutError of 300ms", res.Err)
 	}
-	if el := time.Since(start); el < 300*time.Millisecond || el > 3*time.Second {
-		t.Errorf("took %s, want about the 300ms timeout", el)
+	// The handler never answers, so the TimeoutError is the 300 ms
+	// timeout's; it cannot come sooner (no upper bound: load decides).
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Errorf("took %s, less than the 300ms timeout", el)
 	}
 	if !Retryable(res.Err) || !strings.Contains(res.Err.Error(), "WARMER_TIMEOUT") {
 		t.Errorf("timeout error %q: want retryable and naming WARMER_TIMEOUT", res.Err)

@@ -38,6 +38,13 @@ func TestReplicasShareNothing(t *testing.T) {
 		stubs[i] = stub.New(stub.Options{Events: 8, EventDelay: 10 * time.Millisecond}) // a stream lasts about 80 ms
 		cfg += fmt.Sprintf("  - model_name: claude-opus-5-5\n    proxy_params:\n      name: gpu-%d\n      model: vendorb/qwen3-coder\n      api_base: %s\n      api_key: os.environ/DRAIN_BACKEND_KEY\n", i, serveBackend(t, stubs[i]))
 	}
+	// A pool of its own holds one stream open through the drain, so the
+	// drain cannot end before the test asks /readyz (the 80 ms streams
+	// alone ended first in 2 of 3 runs under -race at load 7: connection
+	// refused). Its own pool leaves the session pool's load untouched.
+	holdArrived, holdRelease := make(chan struct{}), make(chan struct{})
+	cfg += fmt.Sprintf("  - model_name: hold-model\n    proxy_params:\n      model: vendorb/qwen3-coder\n      api_base: %s\n      api_key: os.environ/DRAIN_BACKEND_KEY\n",
+		serveBackend(t, holdingBackend(stub.New(stub.Options{}), holdArrived, holdRelease)))
 	cfg += "router_settings:\n  routing_strategy: session-affinity\ngeneral_settings:\n  enable_vendora_pass_through: true\n"
 	var procs [replicas]*proxyProc
 	for i := range procs {
@@ -181,6 +188,9 @@ func TestReplicasShareNothing(t *testing.T) {
 		}
 	}
 
+	held := make(chan error, 1)
+	go func() { held <- heldStream(client, procs[0].url) }()
+	<-holdArrived
 	<-trigger
 	removed.Store(true)               // the endpoint leaves the Service...
 	time.Sleep(10 * time.Millisecond) // ...the preStop sleep (shorter than a stream)...
@@ -195,6 +205,10 @@ func TestReplicasShareNothing(t *testing.T) {
 		t.Errorf("/readyz of the draining proxy: %v %v, want 503", r, err)
 	} else {
 		r.Body.Close()
+	}
+	close(holdRelease)
+	if err := <-held; err != nil {
+		t.Errorf("the stream held open through the drain: %v", err)
 	}
 	waitGroup(t, &wg, 90*time.Second, "the follow-up requests")
 	for _, e := range errs {
@@ -228,6 +242,55 @@ func TestReplicasShareNothing(t *testing.T) {
 	}
 	t.Logf("%d sessions, %d requests through proxies %v; proxy 0 SIGTERMed after 40%% of the streams with %d of its streams flowing, all drained; %d sessions moved; 0 failed",
 		sessions, sessions+total, via, drained, moved)
+}
+
+// holdingBackend serves backend, except that it holds a request saying
+// "hold the drain open" until release is closed (or its client is gone),
+// having said on arrived that it has it.
+func holdingBackend(backend http.Handler, arrived, release chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte("hold the drain open")) {
+			close(arrived)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		backend.ServeHTTP(w, r)
+	})
+}
+
+// heldStream sends the stream holdingBackend holds and checks it ends
+// whole.
+func heldStream(client *http.Client, url string) error {
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(`{"model":"hold-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hold the drain open"}]}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d, %v: %s", resp.StatusCode, err, b)
+	}
+	if err := ssecheck.Check(b); err != nil {
+		return fmt.Errorf("%v\n%s", err, b)
+	}
+	if evs, _ := ssecheck.Parse(b); evs[len(evs)-1].Name != "message_stop" {
+		return fmt.Errorf("it ends with %s", evs[len(evs)-1].Name)
+	}
+	return nil
 }
 
 // sessionRequest sends request n of session s, a Messages request with the

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -170,8 +171,11 @@ func TestOnceFailsNamingTheSilentModel(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("exit 0 with a backend that never answers; stderr:\n%s", out)
 	}
-	if elapsed < 2*time.Second || elapsed > 5*time.Second {
-		t.Errorf("took %s with WARMER_DEADLINE=2s", elapsed)
+	// The silent model never answers: the message naming the deadline
+	// (below) says the deadline ended the run, not before it. No upper
+	// bound: how late a loaded machine got there is not this test's.
+	if elapsed < 2*time.Second {
+		t.Errorf("took %s, less than WARMER_DEADLINE=2s", elapsed)
 	}
 	for _, want := range []string{"1 of 2 models did not answer", "silent-model at " + ts.URL + "/v1", "WARMER_DEADLINE (2s)", "still waiting"} {
 		if !strings.Contains(out, want) {
@@ -189,14 +193,15 @@ func TestOnceFailsNamingTheSilentModel(t *testing.T) {
 
 func TestOnceFailsFastOnRejectedKey(t *testing.T) {
 	t.Parallel()
+	var calls atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+`"}}`)
 	}))
 	t.Cleanup(ts.Close)
 	var stderr lockedBuffer
-	start := time.Now()
 	code := run(t.Context(), []string{"--once"}, envOf(map[string]string{
 		"WARMER_BACKEND_URL": ts.URL + "/v1", "WARMER_MODELS": "qwen3-coder", "WARMER_API_KEY": testKey,
 	}), &stderr)
@@ -204,8 +209,9 @@ func TestOnceFailsFastOnRejectedKey(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "qwen3-coder at") || !strings.Contains(out, "401") {
 		t.Errorf("exit %d, want 1 naming the model and the 401:\n%s", code, out)
 	}
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("a 401 was retried for %s; it will not go away by waiting", time.Since(start))
+	// Counted, not timed: one call, as a 401 will not go away by waiting.
+	if n := calls.Load(); n != 1 {
+		t.Errorf("a 401 was sent %d times; it will not go away by waiting", n)
 	}
 	if strings.Contains(out, testKey) {
 		t.Errorf("the key was printed:\n%s", out)
