@@ -37,7 +37,8 @@ type RequestMsg struct {
 }
 
 // ContentPart is one element of an array-shaped message content: a "text"
-// part or an "image_url" part.
+// part or an "image_url" part (a part of another type keeps its other
+// members in Rest).
 type ContentPart struct {
 	Type     string         `json:"type"`
 	Text     string         `json:"text,omitzero"`

@@ -267,17 +267,9 @@ func (t *turns) add(i int, m *chat.RequestMsg) error {
 	return nil
 }
 
-// chatPart is one part of a Chat message's array content.
-type chatPart struct {
-	Type     string         `json:"type"`
-	Text     *string        `json:"text"`
-	ImageURL *chat.ImageURL `json:"image_url"`
-	Rest     jsontext.Value `json:",embed"`
-}
-
 // parts decodes a message's content: a string (one text part), an array of
 // parts, or null / absent (none).
-func parts(c jsontext.Value, at string) ([]chatPart, error) {
+func parts(c jsontext.Value, at string) ([]chat.ContentPart, error) {
 	switch c.Kind() {
 	case 0, 'n':
 		return nil, nil
@@ -286,9 +278,9 @@ func parts(c jsontext.Value, at string) ([]chatPart, error) {
 		if err := json.Unmarshal(c, &s, jsontext.AllowInvalidUTF8(true)); err != nil {
 			return nil, invalidf("%s.content: %v", at, err)
 		}
-		return []chatPart{{Type: "text", Text: &s}}, nil
+		return []chat.ContentPart{{Type: "text", Text: s}}, nil
 	case '[':
-		var ps []chatPart
+		var ps []chat.ContentPart
 		if err := json.Unmarshal(c, &ps, decodeOpts, jsontext.AllowInvalidUTF8(true)); err != nil {
 			return nil, invalidf("%s.content: must be a string or an array of content parts", at)
 		}
@@ -309,8 +301,8 @@ func contentBlocks(c jsontext.Value, at string, user bool) ([]reverseBlock, erro
 	for j, p := range ps {
 		switch {
 		case p.Type == "text" || p.Type == "input_text" || !user && (p.Type == "output_text" || p.Type == "refusal"):
-			if p.Text != nil && *p.Text != "" {
-				out = append(out, textBlock(*p.Text))
+			if p.Text != "" {
+				out = append(out, textBlock(p.Text))
 			}
 		case user && p.Type == "image_url":
 			if p.ImageURL == nil || p.ImageURL.URL == "" {
