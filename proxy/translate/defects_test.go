@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
@@ -57,15 +56,7 @@ func nonStreamToolInputs(t *testing.T, message, finish string) (ids, inputs []st
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct {
-		Content []struct {
-			Type  string         `json:"type"`
-			ID    string         `json:"id"`
-			Text  string         `json:"text"`
-			Input jsontext.Value `json:"input"`
-		} `json:"content"`
-		StopReason string `json:"stop_reason"`
-	}
+	var m messages.Response
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +69,10 @@ func nonStreamToolInputs(t *testing.T, message, finish string) (ids, inputs []st
 			text += b.Text
 		}
 	}
-	return ids, inputs, text, m.StopReason
+	if m.StopReason != nil {
+		stop = *m.StopReason
+	}
+	return ids, inputs, text, stop
 }
 
 // fragments cuts s into pieces of n bytes, as a backend streams arguments.
