@@ -347,7 +347,7 @@ func TestMessagesClientHangUpCancelsBackend(t *testing.T) {
 		}
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if r := h.backend.Requests(); len(r) == 1 && r[0].Cancelled {
 			return

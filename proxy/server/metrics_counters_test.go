@@ -111,7 +111,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 		t.Fatalf("after t2 backends served %v, want home b%d 2 (t0, t1), b%d 1 (t2)", s, home, other)
 	}
 	// Turn 3, home idle again (its lease released): back (rebalanced).
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if series(scrape(t, h.proxy.URL), "dragoman_inflight_requests")["backend="+X] == 0 {
 			break
 		}
@@ -229,7 +229,7 @@ func TestMetricsQueueWait(t *testing.T) {
 		return series(mfs, "dragoman_queued_requests")["backend=single"], series(mfs, "dragoman_inflight_requests")["backend=single"]
 	}
 	var q, in float64
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if q, in = gauges(); q == 1 {
 			break
 		}

@@ -217,7 +217,7 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 		"endpoint=responses,alias=loading-model,backend=" + B + ",status=200,error_type=none":        0,
 	}
 	// The hang-up is reported when the proxy notices it: wait for it.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for series(scrape(t, h.proxy.URL), "dragoman_requests_total")["endpoint=messages,alias=claude-opus-5-5,backend="+S+",status=200,error_type=client_disconnect"] != 1 {
 		if time.Now().After(deadline) {
 			break

@@ -465,7 +465,7 @@ func TestPoolMaxParallelStreams(t *testing.T) {
 	for i := range 2 {
 		wg.Go(func() { p.post("/v1/chat/completions", "", coderBody(fmt.Sprint("hold", i), true)) })
 	}
-	waitUntil(t, 2*time.Second, "two streams in flight at the backend", func() bool { return b.inflight.Load() == 2 })
+	waitUntil(t, 10*time.Second, "two streams in flight at the backend", func() bool { return b.inflight.Load() == 2 })
 	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
 		body := coderBody("queued", true)
 		if path == "/v1/chat/completions" {
@@ -634,7 +634,7 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	backends[victim].kill()
 	killedAt := time.Now()
-	waitUntil(t, 5*time.Second, "the killed backend cooling", func() bool { return p.bal.Snapshot()[victim].State != "healthy" })
+	waitUntil(t, 10*time.Second, "the killed backend cooling", func() bool { return p.bal.Snapshot()[victim].State != "healthy" })
 	cooling := p.bal.Snapshot()[victim].Requests
 	time.Sleep(500 * time.Millisecond)
 	if got := p.bal.Snapshot()[victim].Requests; got != cooling {
@@ -719,6 +719,8 @@ func TestPoolFailoverUnderLoad(t *testing.T) {
 		len(results), victim, onVictim, restartedAt.Sub(killedAt).Round(time.Millisecond), failed, back.Round(time.Millisecond), returned, p.bal.Counters().Moves, p.bal.Counters().Retries)
 }
 
+// waitUntil polls cond until it holds; within only ends a hang (a loaded
+// -race run may take seconds to get there), it bounds no speed.
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)

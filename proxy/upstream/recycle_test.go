@@ -39,7 +39,7 @@ func TestRecycleAfterTheBodyIsSent(t *testing.T) {
 			t.Fatalf("backend read %d bytes, want %d", len(got), len(body))
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
 		n := len(recycled)
