@@ -221,9 +221,11 @@ func TestReplicasShareNothing(t *testing.T) {
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("%d of %d requests failed", n, sessions+total)
 	}
-	if drained == 0 {
-		t.Error("no stream was flowing through proxy 0 when it got SIGTERM: the test did not show a drain")
-	}
+	// The drain is shown by the held stream: in flight through proxy 0
+	// when it got SIGTERM, ended whole after (checked above). Whether a
+	// session stream was flowing too depends on where the 10 ms pause
+	// fell in the 80 ms streams (none, once in CI): it is logged, not
+	// required.
 	moved := 0
 	counts = sessionCounts(t, stubs[:])
 	if len(counts) != sessions {
@@ -240,7 +242,7 @@ func TestReplicasShareNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d sessions, %d requests through proxies %v; proxy 0 SIGTERMed after 40%% of the streams with %d of its streams flowing, all drained; %d sessions moved; 0 failed",
+	t.Logf("%d sessions, %d requests through proxies %v; proxy 0 SIGTERMed after 40%% of the streams with the held stream and %d session streams flowing, all drained; %d sessions moved; 0 failed",
 		sessions, sessions+total, via, drained, moved)
 }
 
