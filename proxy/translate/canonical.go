@@ -26,12 +26,7 @@ func canonicalString(v []byte) bool {
 			i += 2
 			continue
 		case 'u':
-			h := v[i+2 : i+6]
-			if h[0] != '0' || h[1] != '0' || h[2] > '1' || h[3] >= 'A' && h[3] <= 'F' {
-				return false
-			}
-			switch string(h) {
-			case "0008", "0009", "000a", "000c", "000d":
+			if !canonicalEscape(v[i : i+6]) {
 				return false
 			}
 			i += 6
@@ -39,6 +34,21 @@ func canonicalString(v []byte) bool {
 		}
 		return false // \/
 	}
+}
+
+// canonicalEscape reports whether the valid \uXXXX escape u (six bytes)
+// is one jsonv2 writes: a control character without a short escape, its
+// hex digits in lower case.
+func canonicalEscape(u []byte) bool {
+	h := u[2:6]
+	if h[0] != '0' || h[1] != '0' || h[2] > '1' || h[3] >= 'A' && h[3] <= 'F' {
+		return false
+	}
+	switch string(h) {
+	case "0008", "0009", "000a", "000c", "000d":
+		return false
+	}
+	return true
 }
 
 // canonicalInner returns the inside of the valid JSON string v (quoted)
@@ -160,11 +170,8 @@ func (c *canonicalScan) object() bool {
 		c.i++
 		return true
 	}
-	// Canonical names are equal when their bytes are: a few are compared
-	// one by one, more go in a set.
-	var few [16][]byte
-	names := few[:0]
-	var set map[string]struct{}
+	// Canonical names are equal when their bytes are.
+	var names nameSet
 	for {
 		if c.i >= len(c.b) || c.b[c.i] != '"' {
 			return false
@@ -173,27 +180,8 @@ func (c *canonicalScan) object() bool {
 		if !c.str() {
 			return false
 		}
-		name := c.b[start:c.i]
-		if set == nil {
-			for _, n := range names {
-				if bytes.Equal(n, name) {
-					return false
-				}
-			}
-			if len(names) < len(few) {
-				names = append(names, name)
-			} else {
-				set = make(map[string]struct{}, 2*len(few))
-				for _, n := range names {
-					set[string(n)] = struct{}{}
-				}
-			}
-		}
-		if set != nil {
-			if _, dup := set[string(name)]; dup {
-				return false
-			}
-			set[string(name)] = struct{}{}
+		if !names.add(c.b[start:c.i]) {
+			return false
 		}
 		if c.i >= len(c.b) || c.b[c.i] != ':' {
 			return false
@@ -223,4 +211,152 @@ func (c *canonicalScan) next(end byte) (done, ok bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// canonValue consumes one JSON value at the scanner, as value does after
+// its whitespace and validating it as strictly, and also reports whether
+// jsonv2 would write its bytes as they are (appendCanonical would copy
+// them): no whitespace, no repeated member name, and no escape that sets
+// s.odd. One pass in the usual case; a value found not canonical is
+// scanned again from its start by value, which words any error.
+func (s *scanner) canonValue() (v []byte, canonical bool, err error) {
+	start, depth, odd := s.i, s.depth, s.odd
+	s.odd = false
+	if s.compact() && !s.odd {
+		s.odd = odd
+		return s.b[start:s.i], true, nil
+	}
+	s.i, s.depth, s.odd = start, depth, odd
+	v, err = s.value()
+	return v, false, err
+}
+
+// compact consumes a valid value written as jsonv2 writes it, reporting
+// false (s.i anywhere) at whitespace, a repeated member name or anything
+// invalid.
+func (s *scanner) compact() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		return s.str() == nil
+	case c == '{':
+		return s.compactObject()
+	case c == '[':
+		if s.enter() != nil {
+			return false
+		}
+		s.i++
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			s.depth--
+			return true
+		}
+		for {
+			if !s.compact() {
+				return false
+			}
+			if done, ok := s.compactNext(']'); done || !ok {
+				return ok
+			}
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number() == nil
+	case c == 't':
+		return s.literal("true") == nil
+	case c == 'f':
+		return s.literal("false") == nil
+	case c == 'n':
+		return s.literal("null") == nil
+	}
+	return false
+}
+
+func (s *scanner) compactObject() bool {
+	if s.enter() != nil {
+		return false
+	}
+	s.i++
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		s.depth--
+		return true
+	}
+	// Names in canonical form are equal when their bytes are (a name with
+	// an odd escape makes the value not canonical anyway).
+	var names nameSet
+	for {
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		start := s.i
+		if s.str() != nil {
+			return false
+		}
+		if !names.add(s.b[start:s.i]) {
+			return false
+		}
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		if !s.compact() {
+			return false
+		}
+		if done, ok := s.compactNext('}'); done || !ok {
+			return ok
+		}
+	}
+}
+
+// compactNext reads what follows a member or an element with no
+// whitespace: ',' before the next one, or end (done, the level left).
+func (s *scanner) compactNext(end byte) (done, ok bool) {
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, true
+	case end:
+		s.i++
+		s.depth--
+		return true, true
+	}
+	return false, false
+}
+
+// nameSet holds the member names of an object read so far: a few
+// compared one by one, more in a map.
+type nameSet struct {
+	few [16][]byte
+	n   int
+	set map[string]struct{}
+}
+
+// add adds name and reports false when it is there already.
+func (ns *nameSet) add(name []byte) bool {
+	if ns.set == nil {
+		for _, n := range ns.few[:ns.n] {
+			if bytes.Equal(n, name) {
+				return false
+			}
+		}
+		if ns.n < len(ns.few) {
+			ns.few[ns.n] = name
+			ns.n++
+			return true
+		}
+		ns.set = make(map[string]struct{}, 2*len(ns.few))
+		for _, n := range ns.few {
+			ns.set[string(n)] = struct{}{}
+		}
+	}
+	if _, dup := ns.set[string(name)]; dup {
+		return false
+	}
+	ns.set[string(name)] = struct{}{}
+	return true
 }

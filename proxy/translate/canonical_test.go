@@ -16,6 +16,8 @@ var canonicalSamples = []string{
 	`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k1":0}`,
 	`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18}`,
 	`{"s":"x\\"}`, `{"s":"\\\""}`, `"\\\\"`,
+	`{"a":[1,{"b":"\u001f","c":[]}]}`, `{"a":1 }`, `[1 ,2]`, `{"a":"\u000A"}`, `{"a":"\/"}`, `{"a":1,"b":{"a":2},"a":3}`,
+	`{"a":[1,2}`, `{"a":tru}`, `{"a":01}`, `[[[[]]]`, `{"a":"\x"}`, `{"a":1,}`,
 }
 
 // checkCanonical: appendCanonical writes what jsonv2's formatting writes
@@ -23,6 +25,7 @@ var canonicalSamples = []string{
 // inside of jsonv2's quoting of the string's text.
 func checkCanonical(t *testing.T, v []byte) {
 	t.Helper()
+	checkCanonValue(t, v)
 	if !jsontext.Value(v).IsValid(jsontext.AllowDuplicateNames(true)) {
 		return
 	}
@@ -47,6 +50,38 @@ func checkCanonical(t *testing.T, v []byte) {
 	}
 	if u := unquoted(v); !bytes.Equal(u, s) {
 		t.Fatalf("%q: unquoted %q, want %q", v, u, s)
+	}
+}
+
+// checkCanonValue: the scanner's one pass (canonValue) reads v as value
+// does (same end, same error), and calls canonical only what
+// appendCanonical copies as it is; a string scanned without setting odd
+// is canonical.
+func checkCanonValue(t *testing.T, v []byte) {
+	t.Helper()
+	ref := scanner{b: v}
+	wantV, wantErr := ref.value()
+	s := scanner{b: v}
+	s.ws()
+	gotV, canonical, gotErr := s.canonValue()
+	if !bytes.Equal(gotV, wantV) || s.i != ref.i || s.depth != ref.depth || s.odd != ref.odd ||
+		(gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+		t.Fatalf("%q: canonValue read %q to %d (depth %d, odd %v, %v); value %q to %d (depth %d, odd %v, %v)",
+			v, gotV, s.i, s.depth, s.odd, gotErr, wantV, ref.i, ref.depth, ref.odd, wantErr)
+	}
+	if wantErr != nil {
+		if canonical {
+			t.Fatalf("%q: canonical but invalid", v)
+		}
+		return
+	}
+	if canonical {
+		if out, err := appendCanonical(nil, wantV); err != nil || !bytes.Equal(out, wantV) {
+			t.Fatalf("%q: canonValue says canonical, appendCanonical writes %q (%v)", v, out, err)
+		}
+	}
+	if len(wantV) > 0 && wantV[0] == '"' && !ref.odd && !canonicalString(wantV) {
+		t.Fatalf("%q: scanned without an odd escape, but not canonical", wantV)
 	}
 }
 

@@ -474,14 +474,65 @@ func checkResponsesEvents(stream []byte) error {
 	return nil
 }
 
+// checkRecheck: what ResponsesToChat wrote (br, err) for body is what it
+// writes when it checks every string and schema for canonical form again
+// instead of trusting the decoder's one pass.
+func checkRecheck(t *testing.T, body []byte, tgt Target, br BackendRequest, err error) {
+	t.Helper()
+	want, _, wantErr := responsesToChat(body, resolverFor(tgt), true)
+	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() || !bytes.Equal(br.Body, want.Body) {
+		t.Fatalf("%q: one pass gives %s (%v), rechecked %s (%v)", body, br.Body, err, want.Body, wantErr)
+	}
+}
+
+// TestResponsesToChatOnePassMatchesRecheck: the Codex requests, the
+// decoder's samples and variants with odd escapes, whitespace and
+// repeated names in a schema translate the same with and without the
+// second look at their strings and schemas.
+func TestResponsesToChatOnePassMatchesRecheck(t *testing.T) {
+	bodies := [][]byte{}
+	for _, name := range fixtures.CodexRequests() {
+		bodies = append(bodies, codexBody(t, name))
+	}
+	for _, s := range responsesDecodeSamples {
+		bodies = append(bodies, []byte(s))
+	}
+	tool := `{"model":"m","input":[{"role":"user","content":"TEXT"}],"tools":[{"type":"function","name":"f","description":"d","parameters":SCHEMA}]}`
+	for _, c := range []struct{ text, schema string }{
+		{`hi`, `{"type":"object","properties":{"a":{"type":"string"}}}`},
+		{`a\/b`, `{"type":"object"}`},
+		{`\u00e9 \u001F \u000a \ud83d\ude00`, `{"type":"object"}`},
+		{`\u001f`, `{"type":"object"}`},
+		{`hi`, `{"type": "object"}`},
+		{`hi`, `{"type":"object","type":"string"}`},
+		{`hi`, `{"type":"object","description":"a\/b"}`},
+		{`hi`, `{"type":"object","description":"\u00e9"}`},
+		{`hi`, `[1,2 ]`},
+		{`hi`, `"s"`},
+	} {
+		bodies = append(bodies, []byte(strings.NewReplacer("TEXT", c.text, "SCHEMA", c.schema).Replace(tool)))
+	}
+	for _, body := range bodies {
+		for _, system := range []bool{true, false} {
+			tgt := Target{BackendModel: "m", SupportsSystemMessage: system}
+			br, _, err := ResponsesToChat(body, resolverFor(tgt))
+			checkRecheck(t, body, tgt, br, err)
+		}
+	}
+}
+
 func FuzzResponsesToChat(f *testing.F) {
 	for _, name := range fixtures.CodexRequests() {
 		f.Add(codexBody(f, name), false, 32768)
 	}
 	f.Add([]byte(`{"model":"a","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://x"}]},{"type":"custom_tool_call","call_id":"c","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"c","output":"ok"}],"tools":[{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},{"type":"namespace","name":"n","tools":[{"type":"function","name":"g"}]}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`), true, 0)
+	for _, s := range responsesDecodeSamples {
+		f.Add([]byte(s), true, 0)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		tgt := Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut}
 		br, call, err := ResponsesToChat(body, resolverFor(tgt))
+		checkRecheck(t, body, tgt, br, err)
 		var out chat.Request
 		if !fuzzOutput(t, br, err, &out) {
 			return

@@ -10,8 +10,17 @@ import (
 )
 
 // decodeResponses decodes a Responses request. Its raw values alias body.
-func decodeResponses(body []byte, req *responses.Request) error {
-	return decodeWith(body, req, decodeResponsesFast)
+// canonical reports that the scanner read it and found every string and
+// every tool's parameters as jsonv2 writes them (no odd escape, compact,
+// no repeated member name: canonical.go), so that the translation may
+// copy them as they are without checking them again.
+func decodeResponses(body []byte, req *responses.Request) (canonical bool, err error) {
+	err = decodeWith(body, req, func(body []byte, req *responses.Request) bool {
+		var ok bool
+		ok, canonical = decodeResponsesScan(body, req)
+		return ok
+	})
+	return canonical, err
 }
 
 // decodeResponsesFast decodes a Responses request with the scanner, as
@@ -22,12 +31,19 @@ func decodeResponses(body []byte, req *responses.Request) error {
 // name, a member of an unexpected kind): the caller then decodes with
 // jsonv2, which also words the error.
 func decodeResponsesFast(body []byte, req *responses.Request) bool {
+	ok, _ := decodeResponsesScan(body, req)
+	return ok
+}
+
+// decodeResponsesScan is decodeResponsesFast that also reports whether
+// the body is canonical as decodeResponses says.
+func decodeResponsesScan(body []byte, req *responses.Request) (ok, canonical bool) {
 	d := fastDecoder{sc: scanner{b: body}}
 	if !d.responsesRequest(req) || d.sc.ws() != 0 || d.sc.i != len(d.sc.b) {
 		*req = responses.Request{}
-		return false
+		return false, false
 	}
-	return true
+	return true, !d.sc.odd
 }
 
 func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
@@ -68,7 +84,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return true, false
 			}
 			req.MaxOutputTokens = &n
-			return true, true
+			return true, !d.sc.odd
 		case "reasoning":
 			r := new(responses.Reasoning)
 			req.Reasoning = r
@@ -182,7 +198,7 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 		case "description":
 			return true, d.rawMember(&t.Description, mask, 2)
 		case "parameters":
-			return true, d.rawMember(&t.Parameters, mask, 3)
+			return true, d.canonMember(&t.Parameters, mask, 3)
 		case "format":
 			f := new(responses.CustomFormat)
 			t.Format = f
@@ -202,6 +218,16 @@ func (d *fastDecoder) responsesTool(t *responses.Tool) bool {
 		}
 		return false, false
 	})
+}
+
+// canonMember keeps a member's value as it stands in the body, as
+// rawMember does, and checks in the same pass that jsonv2 would write it
+// so (canonValue): a value it would not sets the scanner's odd flag.
+func (d *fastDecoder) canonMember(dst *jsontext.Value, mask *uint32, bit uint) bool {
+	v, canonical, err := d.sc.canonValue()
+	*dst = v
+	d.sc.odd = d.sc.odd || !canonical
+	return err == nil && seen(mask, bit)
 }
 
 // rawString is a raw value that must be a JSON string, member field of

@@ -80,8 +80,16 @@ const customInputKey = "input"
 // directly, texts, descriptions and schemas copied as the client escaped
 // them: the bytes are those jsonv2 would marshal (canonical.go).
 func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
+	return responsesToChat(body, resolve, false)
+}
+
+// responsesToChat is ResponsesToChat; recheck has it check every string
+// and schema for canonical form even when the decoder found the body
+// canonical (the reference the tests compare with).
+func responsesToChat(body []byte, resolve Resolver, recheck bool) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	if err := decodeResponses(body, &req); err != nil {
+	canonical, err := decodeResponses(body, &req)
+	if err != nil {
 		return BackendRequest{}, nil, err
 	}
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
@@ -98,11 +106,11 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 		return BackendRequest{}, nil, err
 	}
 	call := &ResponsesCall{}
-	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8)}
+	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8), canonical: canonical && !recheck}
 	switch req.Instructions.Kind() {
 	case '"':
 		if len(req.Instructions) > len(`""`) {
-			b.push(chatTurn{role: "system", parts: []turnPart{{text: canonicalInner(req.Instructions)}}})
+			b.push(chatTurn{role: "system", parts: []turnPart{{text: b.inner(req.Instructions)}}})
 		}
 	case 'n', jsontext.KindInvalid:
 	default:
@@ -115,7 +123,7 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 	if len(b.turns) == 0 {
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
-	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream}
+	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream, canonical: b.canonical}
 	if out.tools, err = b.tools(req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
@@ -139,7 +147,7 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 		}
 	}
 	if req.User.Kind() == '"' {
-		out.user = canonicalInner(req.User)
+		out.user = b.inner(req.User)
 	}
 	if target.SupportsReasoningEffort && req.Reasoning != nil && req.Reasoning.Effort != nil {
 		out.reasoningEffort = responsesEffort(*req.Reasoning.Effort)
@@ -196,6 +204,7 @@ type chatRequestOut struct {
 	reasoningEffort   string
 	responseFormat    jsontext.Value
 	stream            bool
+	canonical         bool // the tools' parameters are canonical: copied as they are
 }
 
 // chatTool is a Chat function tool: its description is the inside of a
@@ -234,9 +243,13 @@ func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
 				w = appendString(w, t.description)
 			}
 			w = append(w, `,"parameters":`...)
-			var err error
-			if w, err = appendCanonical(w, t.parameters); err != nil {
-				return w, err
+			if o.canonical {
+				w = append(w, t.parameters...)
+			} else {
+				var err error
+				if w, err = appendCanonical(w, t.parameters); err != nil {
+					return w, err
+				}
 			}
 			w = append(w, `}}`...)
 		}
@@ -327,9 +340,22 @@ func (t *chatTurn) msg() chatMsg {
 }
 
 type responsesBuilder struct {
-	call   *ResponsesCall
-	turns  []chatTurn
-	images []turnPart // images of tool outputs, for a user turn after them
+	call      *ResponsesCall
+	turns     []chatTurn
+	images    []turnPart // images of tool outputs, for a user turn after them
+	canonical bool       // the body's strings are canonical (decodeResponses)
+}
+
+// inner is canonicalInner of the string v of the request, without a
+// second look at its bytes when the decoder found them all canonical.
+func (b *responsesBuilder) inner(v []byte) []byte {
+	if !b.canonical {
+		return canonicalInner(v)
+	}
+	if len(v) < 2 {
+		return nil
+	}
+	return v[1 : len(v)-1]
 }
 
 // push appends a turn, merging it into the previous one when both are
@@ -368,7 +394,7 @@ func (b *responsesBuilder) input(in *responses.Input) error {
 	if in.Items == nil {
 		switch in.Text.Kind() {
 		case '"':
-			b.push(chatTurn{role: "user", parts: []turnPart{{text: canonicalInner(in.Text)}}})
+			b.push(chatTurn{role: "user", parts: []turnPart{{text: b.inner(in.Text)}}})
 			return nil
 		case jsontext.KindInvalid, 'n':
 			return invalidf("input: required (a string, or an array of input items)")
@@ -421,7 +447,7 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if err != nil {
 			return err
 		}
-		in := canonicalInner(raw)
+		in := b.inner(raw)
 		args := make([]byte, 0, len(in)+len(customInputKey)+8)
 		args = append(append(append(args, `{"`+customInputKey+`":"`...), in...), `"}`...)
 		b.pushCall(it, args)
@@ -429,7 +455,7 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if it.CallID == "" {
 			return invalidf("input.%d: a %s needs call_id", i, typ)
 		}
-		parts, err := outputParts(&it.Output, i)
+		parts, err := b.outputParts(&it.Output, i)
 		if err != nil {
 			return err
 		}
@@ -463,7 +489,7 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 	switch {
 	case it.Content.Parts != nil:
 		for j := range it.Content.Parts {
-			p, ok, err := contentPart(&it.Content.Parts[j], i, j)
+			p, ok, err := b.contentPart(&it.Content.Parts[j], i, j)
 			if err != nil {
 				return err
 			}
@@ -472,7 +498,7 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 			}
 		}
 	case it.Content.Text.Kind() == '"':
-		parts = append(parts, turnPart{text: canonicalInner(it.Content.Text)})
+		parts = append(parts, turnPart{text: b.inner(it.Content.Text)})
 	default:
 		return invalidf("input.%d.content: must be a string or an array of content parts", i)
 	}
@@ -490,12 +516,12 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 	return nil
 }
 
-func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
+func (b *responsesBuilder) contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 	switch p.Type {
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 		switch p.Text.Kind() {
 		case '"':
-			return turnPart{text: canonicalInner(p.Text)}, len(p.Text) > len(`""`), nil
+			return turnPart{text: b.inner(p.Text)}, len(p.Text) > len(`""`), nil
 		case 'n', jsontext.KindInvalid:
 			return turnPart{}, false, nil
 		}
@@ -515,12 +541,12 @@ func contentPart(p *responses.Part, i, j int) (turnPart, bool, error) {
 
 // outputParts reads the output of a tool call item: a string, or a list of
 // input_text / input_image parts.
-func outputParts(c *responses.Content, i int) ([]turnPart, error) {
+func (b *responsesBuilder) outputParts(c *responses.Content, i int) ([]turnPart, error) {
 	switch {
 	case c.Parts != nil:
 		var out []turnPart
 		for j := range c.Parts {
-			p, ok, err := contentPart(&c.Parts[j], i, j)
+			p, ok, err := b.contentPart(&c.Parts[j], i, j)
 			if err != nil {
 				return nil, err
 			}
@@ -530,7 +556,7 @@ func outputParts(c *responses.Content, i int) ([]turnPart, error) {
 		}
 		return out, nil
 	case c.Text.Kind() == '"':
-		return []turnPart{{text: canonicalInner(c.Text)}}, nil
+		return []turnPart{{text: b.inner(c.Text)}}, nil
 	case c.Text == nil:
 		return nil, nil
 	}
@@ -560,7 +586,7 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 				return nil, err
 			}
 			def := chatTool{name: name, parameters: t.Parameters}
-			if in := canonicalInner(desc); len(in) > 0 {
+			if in := b.inner(desc); len(in) > 0 {
 				def.description = [][]byte{in}
 			}
 			if t.Type == "custom" {
@@ -574,7 +600,7 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 					if err != nil {
 						return nil, err
 					}
-					if in := canonicalInner(grammar); len(in) > 0 {
+					if in := b.inner(grammar); len(in) > 0 {
 						def.description = append(def.description, quoteInner("\n\nThe input is free text (not JSON) in this "+f.Syntax+" grammar:\n"), in)
 					}
 				}

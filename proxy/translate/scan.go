@@ -21,6 +21,10 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
+	// odd is set by an escape that jsonv2 would write otherwise (\/, or
+	// a \u that canonicalEscape refuses): a body without one has all its
+	// strings in canonical form (canonical.go).
+	odd bool
 }
 
 // maxDepth is jsontext's limit on nesting.
@@ -373,7 +377,10 @@ func (s *scanner) escape(j int) (int, error) {
 		return 0, s.eof()
 	}
 	switch b[j+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case '/':
+		s.odd = true
 		return 2, nil
 	case 'u':
 		r, ok := hex4(b, j+2)
@@ -384,6 +391,7 @@ func (s *scanner) escape(j int) (int, error) {
 			s.i = j
 			return 0, s.errorf("invalid escape sequence %q in string", b[j:j+6])
 		}
+		s.odd = s.odd || !canonicalEscape(b[j:j+6])
 		switch {
 		case r >= 0xd800 && r < 0xdc00: // a high surrogate: a low one must follow
 			if j+12 <= len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
