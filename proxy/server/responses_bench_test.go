@@ -54,30 +54,7 @@ func BenchmarkResponses43KB(b *testing.B) {
 			cfg := loadConfig(b, yaml)
 			dm := httptest.NewServer(quietServer(b, cfg, balance.New(cfg, balance.Options{}), server.Options{}))
 			b.Cleanup(dm.Close)
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-			send := func() {
-				req, _ := http.NewRequest(http.MethodPost, dm.URL+"/v1/responses", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+clientKey)
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				got, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					b.Fatalf("status %d: %s", resp.StatusCode, got)
-				}
-			}
-			for range 50 {
-				send()
-			}
-			b.ReportAllocs()
-			start := cpuTime()
-			for b.Loop() {
-				send()
-			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+			benchPosts(b, dm.URL+"/v1/responses", body, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}})
 		})
 	}
 }

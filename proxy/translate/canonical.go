@@ -86,131 +86,11 @@ func unquoted(v []byte) []byte {
 // jsontext.Value: compact, strings canonical, and refused (an error) when
 // an object repeats a member name.
 func appendCanonical(w []byte, v jsontext.Value) ([]byte, error) {
-	c := canonicalScan{b: v}
-	if c.value() && c.i == len(v) {
+	s := scanner{b: v}
+	if s.compact() && !s.odd && s.i == len(v) {
 		return append(w, v...), nil
 	}
 	return jsontext.AppendFormat(w, v, jsontext.AllowInvalidUTF8(true))
-}
-
-// canonicalScan walks a valid JSON value and reports false at the first
-// sign that jsonv2 would write it otherwise: whitespace, a string not in
-// canonical form, a repeated member name.
-type canonicalScan struct {
-	b []byte
-	i int
-}
-
-func (c *canonicalScan) value() bool {
-	if c.i >= len(c.b) {
-		return false
-	}
-	switch c.b[c.i] {
-	case '"':
-		return c.str()
-	case '{':
-		return c.object()
-	case '[':
-		c.i++
-		if c.i < len(c.b) && c.b[c.i] == ']' {
-			c.i++
-			return true
-		}
-		for {
-			if !c.value() {
-				return false
-			}
-			if done, ok := c.next(']'); done || !ok {
-				return ok
-			}
-		}
-	}
-	// A number or a literal: jsonv2 copies them as they are.
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ',', ']', '}':
-			return true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-		c.i++
-	}
-	return true
-}
-
-// str consumes a string (the scanner has validated it: its end is the
-// first quote not escaped).
-func (c *canonicalScan) str() bool {
-	start := c.i
-	j := c.i + 1
-	for {
-		q := bytes.IndexByte(c.b[j:], '"')
-		if q < 0 {
-			return false
-		}
-		j += q
-		// The quote ends the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
-		for k := j - 1; c.b[k] == '\\'; k-- {
-			n++
-		}
-		j++
-		if n%2 == 0 {
-			break
-		}
-	}
-	c.i = j
-	return canonicalString(c.b[start:j])
-}
-
-func (c *canonicalScan) object() bool {
-	c.i++
-	if c.i < len(c.b) && c.b[c.i] == '}' {
-		c.i++
-		return true
-	}
-	// Canonical names are equal when their bytes are.
-	var names nameSet
-	for {
-		if c.i >= len(c.b) || c.b[c.i] != '"' {
-			return false
-		}
-		start := c.i
-		if !c.str() {
-			return false
-		}
-		if !names.add(c.b[start:c.i]) {
-			return false
-		}
-		if c.i >= len(c.b) || c.b[c.i] != ':' {
-			return false
-		}
-		c.i++
-		if !c.value() {
-			return false
-		}
-		if done, ok := c.next('}'); done || !ok {
-			return ok
-		}
-	}
-}
-
-// next reads what follows a member or an element: ',' before the next
-// one, or end (done); ok is false for anything else.
-func (c *canonicalScan) next(end byte) (done, ok bool) {
-	if c.i >= len(c.b) {
-		return false, false
-	}
-	switch c.b[c.i] {
-	case ',':
-		c.i++
-		return false, true
-	case end:
-		c.i++
-		return true, true
-	}
-	return false, false
 }
 
 // canonValue consumes one JSON value at the scanner, as value does after
@@ -244,14 +124,8 @@ func (s *scanner) compact() bool {
 	case c == '{':
 		return s.compactObject()
 	case c == '[':
-		if s.enter() != nil {
-			return false
-		}
-		s.i++
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			s.depth--
-			return true
+		if done, ok := s.compactOpen(']'); done || !ok {
+			return ok
 		}
 		for {
 			if !s.compact() {
@@ -274,14 +148,8 @@ func (s *scanner) compact() bool {
 }
 
 func (s *scanner) compactObject() bool {
-	if s.enter() != nil {
-		return false
-	}
-	s.i++
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		s.depth--
-		return true
+	if done, ok := s.compactOpen('}'); done || !ok {
+		return ok
 	}
 	// Names in canonical form are equal when their bytes are (a name with
 	// an odd escape makes the value not canonical anyway).
@@ -308,6 +176,21 @@ func (s *scanner) compactObject() bool {
 			return ok
 		}
 	}
+}
+
+// compactOpen enters the object or array whose first byte is next; done
+// reports that end closed it at once.
+func (s *scanner) compactOpen(end byte) (done, ok bool) {
+	if s.enter() != nil {
+		return false, false
+	}
+	s.i++
+	if s.i < len(s.b) && s.b[s.i] == end {
+		s.i++
+		s.depth--
+		return true, true
+	}
+	return false, true
 }
 
 // compactNext reads what follows a member or an element with no
