@@ -31,10 +31,10 @@ func (r *runner) abCompare(other string) error {
 		return err
 	}
 	r.stubURL = stub.url
-	mine := r.proxyBin
-	r.proxyBin = other
+	mine, env := r.proxyBin, r.dmEnv
+	r.proxyBin, r.dmEnv = other, append(env[:len(env):len(env)], r.abEnv...)
 	dmB, err := r.dragoman("dragoman-b", stub, "warn")
-	r.proxyBin = mine
+	r.proxyBin, r.dmEnv = mine, env
 	if err != nil {
 		return err
 	}

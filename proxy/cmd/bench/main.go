@@ -74,6 +74,9 @@ func run(args []string) int {
 	ab := fs.String("ab", "", "A/B: only the 1-connection phase of the cases (--cases), with a second Dragoman from this binary interleaved with the first; prints, writes nothing")
 	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
 	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
+	dmEnv := fs.String("dragoman-env", "", "extra environment for the Dragoman processes only (not the stub, the floor or this process), comma-separated NAME=VALUE pairs, e.g. GOGC=off,GODEBUG=gctrace=1 (the gctrace lines go to the processes' logs: add --keep-logs); a value holding a comma cannot be given")
+	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
+	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -112,6 +115,15 @@ func run(args []string) int {
 		defer os.RemoveAll(dir)
 	}
 	r := &runner{st: st, dir: dir, self: self, proxyBin: *proxyBin, stubBin: *stubBin, gen: newLoadGen(), only: *only}
+	for _, e := range []struct {
+		flag, val string
+		to        *[]string
+	}{{"--dragoman-env", *dmEnv, &r.dmEnv}, {"--ab-env", *abEnv, &r.abEnv}} {
+		if *e.to, err = envList(e.val); err != nil {
+			warnf("%s: %v", e.flag, err)
+			return 2
+		}
+	}
 	if *profile != "" {
 		if r.profile, err = filepath.Abs(*profile); err == nil {
 			err = os.MkdirAll(r.profile, 0o755)
@@ -139,6 +151,15 @@ func run(args []string) int {
 			warnf("ab: %v", err)
 			return 1
 		}
+		return 0
+	}
+	if *memOnly {
+		res := &results{}
+		if err := r.memory(res); err != nil {
+			warnf("memory: %v", err)
+			return 1
+		}
+		fmt.Print(res.memTable())
 		return 0
 	}
 	if *metricsOnly {
@@ -251,6 +272,22 @@ func dragomanConfig(dir, name, stubURL string) (string, error) {
 		"  enable_vendora_pass_through: true\n"
 	path := filepath.Join(dir, name+".yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// envList splits a comma-separated list of NAME=VALUE pairs (empty: none).
+func envList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var env []string
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if i := strings.IndexByte(kv, '='); i <= 0 {
+			return nil, fmt.Errorf("%q is not NAME=VALUE", kv)
+		}
+		env = append(env, kv)
+	}
+	return env, nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -103,7 +103,11 @@ func (res *results) memTable() string {
 	var rows []row
 	for i, name := range []string{"floor", "dragoman"} {
 		m := res.mem[i]
-		rows = append(rows, row{name, mib(m.idle), mib(m.peakRun), mib(m.peakStreams) + " (" + strconv.Itoa(m.streams) + " streams)"})
+		run := "—" // not measured (--mem-only)
+		if m.peakRun > 0 {
+			run = mib(m.peakRun)
+		}
+		rows = append(rows, row{name, mib(m.idle), run, mib(m.peakStreams) + " (" + strconv.Itoa(m.streams) + " streams)"})
 	}
 	return table(head, rows)
 }

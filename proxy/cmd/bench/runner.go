@@ -21,6 +21,9 @@ type runner struct {
 	profile  string // with --profile: Dragoman runs in-process (bench serve) and writes its profiles here
 	only     string // with --cases: run only the cases whose name holds this
 	stubURL  string // the stub whose request record is cleared between batches
+	// dmEnv: extra environment for every Dragoman process (--dragoman-env),
+	// e.g. GOGC=off; abEnv: more for the --ab binary's only (--ab-env)
+	dmEnv, abEnv []string
 }
 
 func (r *runner) stopAll() {
@@ -69,7 +72,7 @@ func (r *runner) dragoman(name string, backend *proc, level string, extra ...str
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"PROXY_API_KEY=" + clientKey}
+	env := append([]string{"PROXY_API_KEY=" + clientKey}, r.dmEnv...)
 	if r.profile != "" {
 		return r.launch(name, env, r.self, append([]string{"serve", "--config", cfg, "--port", "PORT", "--log-level", level,
 			"--cpuprofile", filepath.Join(r.profile, name+".cpu.pprof"), "--memprofile", filepath.Join(r.profile, name+".allocs.pprof")}, extra...)...)
@@ -252,25 +255,31 @@ func (r *runner) all() (*results, error) {
 	}
 	r.stopAll()
 	if r.only != "" {
-		return res, nil // the memory phase needs the 54 KB messages stream case
+		return res, nil // a chosen few cases: no memory phase (--mem-only runs it alone)
 	}
+	return res, r.memory(res)
+}
 
-	// Memory: fresh processes in front of a paced stub, idle, then with 256
-	// streams of the 54 KB Messages request open at once.
+// memory is the memory phase: fresh processes (stub, floor, Dragoman) in
+// front of a paced stub, idle after one small request, then with 256
+// streams of the 54 KB Messages request open at once. It fills res.mem's
+// idle and peakStreams and res.streamEvents.
+func (r *runner) memory(res *results) error {
+	all, err := buildCases()
+	if err != nil {
+		return err
+	}
 	r.stubURL = ""
 	progress("memory: 256 concurrent streams (stub paced at 64 events, 20 ms apart)")
 	paced, flS, dmS, err := r.chain("-streams", "--events", "64", "--event-delay", "20ms")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var streamCase *kase
-	for _, k := range cases {
+	var streamCase, small *kase
+	for _, k := range all {
 		if k.api == "messages" && k.large && k.stream {
 			streamCase = k
 		}
-	}
-	var small *kase
-	for _, k := range cases {
 		if k.api == "messages" && !k.large && !k.stream {
 			small = k
 		}
@@ -278,7 +287,7 @@ func (r *runner) all() (*results, error) {
 	for i, p := range []*proc{flS, dmS} {
 		t := small.targets(paced.url, flS.url, dmS.url)[i+1]
 		if err := check(r.gen, t, false); err != nil {
-			return nil, fmt.Errorf("memory phase, %s: %w", t.name, err)
+			return fmt.Errorf("memory phase, %s: %w", t.name, err)
 		}
 		res.mem[i].idle, _, _ = memory(p.pid())
 	}
@@ -291,7 +300,7 @@ func (r *runner) all() (*results, error) {
 			res.streamEvents = samples[0].events
 		}
 	}
-	return res, nil
+	return nil
 }
 
 func progress(format string, args ...any) {
