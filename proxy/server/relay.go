@@ -142,6 +142,10 @@ func readResponse(resp *upstream.Response) ([]byte, error) {
 // low; a fast backend's burst takes a few more reads.
 var readBuffers = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
+// outSize is the room a relay's output buffer starts with: what a read of
+// readBuffers' size translates to, or a little more.
+const outSize = 4 << 10
+
 // relay copies a backend stream to the client through feed, flushing after
 // every read. It reads, translates, writes and flushes in the calling
 // goroutine, as httputil.ReverseProxy does: no hand-over between
@@ -170,27 +174,29 @@ func relay(w http.ResponseWriter, r *http.Request, body io.Reader, feed func(dst
 		}, nil, ping, every)
 		defer pg.stop()
 	}
-	// What one read translates to, in a pooled buffer: grown from nothing
-	// for every stream, it was a good part of what a translated stream
-	// allocated.
-	out := bufpool.Get(4 << 10)
-	defer func() { bufpool.Put(out) }()
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if pg != nil {
 				pg.mu.Lock()
 			}
-			var ferr, werr error
-			out, ferr = feed(out[:0], buf[:n])
-			if len(out) > 0 {
+			// What one read translates to, in a pooled buffer taken for
+			// this read alone: grown from nothing for every stream, it was
+			// a good part of what a translated stream allocated; held for
+			// the stream's life, it was 4 KB more per open stream, most of
+			// whose time is spent waiting for the backend's next read.
+			var werr error
+			out, ferr := feed(bufpool.Get(outSize), buf[:n])
+			wrote := len(out) > 0
+			if wrote {
 				if _, werr = w.Write(out); werr == nil && flusher != nil {
 					flusher.Flush()
 				}
 				obs.noteFirstToken(out)
 			}
+			bufpool.Put(out)
 			if pg != nil {
-				if len(out) > 0 {
+				if wrote {
 					// Only what reaches the client resets its idle timer:
 					// a backend busy with a tool call whose arguments the
 					// translator holds still gets pings out.
