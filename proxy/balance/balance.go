@@ -528,7 +528,9 @@ func (bl *Balancer) choose(p *pool, r Request) (*member, bool) {
 }
 
 func (bl *Balancer) pick(p *pool, cs []candidate, session string) *member {
-	if len(cs) == 1 && session == "" {
+	// One candidate is the choice; a session need not be remembered in a
+	// pool of one backend, where it can never move.
+	if len(cs) == 1 && (session == "" || len(p.members) == 1) {
 		return cs[0].member
 	}
 	switch {

@@ -379,3 +379,28 @@ func BenchmarkAcquire(b *testing.B) {
 		})
 	}
 }
+
+// TestSessionOnOneBackendPool: in a pool of one backend a session is
+// served by it and not remembered (it can never move: no map entry per
+// session, no hashing); in a pool of several it is remembered.
+func TestSessionOnOneBackendPool(t *testing.T) {
+	cfg := poolConfig(t, []float64{1}, "", "  - model_name: pair\n    proxy_params: {model: vendorb/m, api_base: 'http://p0:8000/v1', api_key: k}\n"+
+		"  - model_name: pair\n    proxy_params: {model: vendorb/m, api_base: 'http://p1:8000/v1', api_key: k}\n")
+	bl := New(cfg, Options{})
+	for i := range 50 {
+		l := acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("s", i)})
+		if l.Backend.APIBase != "http://b0:8000/v1" {
+			t.Fatalf("session s%d went to %s", i, l.Backend.APIBase)
+		}
+		l.Done(Succeeded, "")
+	}
+	if len(bl.sessions) != 0 {
+		t.Errorf("%d sessions remembered for a pool of one backend, want none", len(bl.sessions))
+	}
+	for i := range 50 {
+		acquire(t, bl, Request{Alias: "pair", Session: fmt.Sprint("s", i)}).Done(Succeeded, "")
+	}
+	if len(bl.sessions) != 50 {
+		t.Errorf("%d sessions remembered for a pool of two, want 50", len(bl.sessions))
+	}
+}
