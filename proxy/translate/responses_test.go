@@ -171,6 +171,9 @@ func TestResponsesToChatErrors(t *testing.T) {
 		{`{"model":"a","input":[{"type":"function_call","name":"f"}]}`, "call_id"},
 		{`{"model":"a","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input_file"},
 		{`{"model":"a","input":"x","temperature":"hot"}`, "temperature"},
+		{`{"model":"a","input":"x","tools":[{"type":"function"}]}`, "tools.0.name: required"},
+		{`{"model":"a","input":"x","tools":[{"type":"function","name":"f"},{"type":"namespace","name":"n","tools":[{"type":"function","name":"g","description":5}]}]}`, "tools.1.tools.0.description: must be a string"},
+		{`{"model":"a","input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"namespace","name":"m","tools":[{"type":"custom"}]}]}]}`, "tools.0.tools.0.tools.0.name: required"},
 		{`{"model":`, "malformed JSON"},
 	} {
 		_, _, err := ResponsesToChat([]byte(c.body), nil)

@@ -124,7 +124,7 @@ func responsesToChat(body []byte, resolve Resolver, recheck bool) (BackendReques
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
 	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream, canonical: b.canonical}
-	if out.tools, err = b.tools(req.Tools, "", "tools"); err != nil {
+	if out.tools, err = b.tools(make([]chatTool, 0, toolCount(req.Tools)), req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
 	if len(out.tools) > 0 {
@@ -208,11 +208,13 @@ type chatRequestOut struct {
 }
 
 // chatTool is a Chat function tool: its description is the inside of a
-// JSON string in pieces, its parameters a JSON Schema object.
+// JSON string in pieces (the first ndesc of desc: the tool's own, and a
+// custom tool's grammar after a note), its parameters a JSON Schema object.
 type chatTool struct {
-	name        string
-	description [][]byte
-	parameters  jsontext.Value
+	name       string
+	desc       [3][]byte
+	ndesc      int
+	parameters jsontext.Value
 }
 
 // append writes the Chat request with its messages, as jsonv2 would
@@ -232,15 +234,16 @@ func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
 	w = append(w, ']')
 	if len(o.tools) > 0 {
 		w = append(w, `,"tools":[`...)
-		for i, t := range o.tools {
+		for i := range o.tools {
+			t := &o.tools[i]
 			if i > 0 {
 				w = append(w, ',')
 			}
 			w = append(w, `{"type":"function","function":{"name":`...)
 			w = appendQuoted(w, t.name)
-			if len(t.description) > 0 {
+			if t.ndesc > 0 {
 				w = append(w, `,"description":`...)
-				w = appendString(w, t.description)
+				w = appendString(w, t.desc[:t.ndesc])
 			}
 			w = append(w, `,"parameters":`...)
 			if o.canonical {
@@ -563,10 +566,18 @@ func (b *responsesBuilder) outputParts(c *responses.Content, i int) ([]turnPart,
 	return nil, invalidf("input.%d.output: must be a string or an array of content parts", i)
 }
 
-// tools maps the request's tools to Chat functions; where names the list
-// in errors.
-func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string) ([]chatTool, error) {
-	out := make([]chatTool, 0, len(tools))
+// toolCount is the number of tools in tools and in its namespaces.
+func toolCount(tools []responses.Tool) int {
+	n := len(tools)
+	for i := range tools {
+		n += toolCount(tools[i].Tools)
+	}
+	return n
+}
+
+// tools appends the request's tools to out as Chat functions; where names
+// the list in errors.
+func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespace, where string) ([]chatTool, error) {
 	for i := range tools {
 		t := &tools[i]
 		switch t.Type {
@@ -587,7 +598,7 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 			}
 			def := chatTool{name: name, parameters: t.Parameters}
 			if in := b.inner(desc); len(in) > 0 {
-				def.description = [][]byte{in}
+				def.desc[0], def.ndesc = in, 1
 			}
 			if t.Type == "custom" {
 				if b.call.custom == nil {
@@ -601,7 +612,9 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 						return nil, err
 					}
 					if in := b.inner(grammar); len(in) > 0 {
-						def.description = append(def.description, quoteInner("\n\nThe input is free text (not JSON) in this "+f.Syntax+" grammar:\n"), in)
+						def.desc[def.ndesc] = quoteInner("\n\nThe input is free text (not JSON) in this " + f.Syntax + " grammar:\n")
+						def.desc[def.ndesc+1] = in
+						def.ndesc += 2
 					}
 				}
 			} else if def.parameters.Kind() != '{' {
@@ -612,11 +625,11 @@ func (b *responsesBuilder) tools(tools []responses.Tool, namespace, where string
 			if t.Name == "" {
 				return nil, invalidf("%s.%d.name: required", where, i)
 			}
-			inner, err := b.tools(t.Tools, t.Name, where+"."+strconv.Itoa(i)+".tools")
-			if err != nil {
-				return nil, err
+			var err error
+			if out, err = b.tools(out, t.Tools, t.Name, "tools"); err != nil {
+				// The path of the list in the error, written only then.
+				return nil, prefixed(where+"."+strconv.Itoa(i), err)
 			}
-			out = append(out, inner...)
 		default:
 			b.call.Dropped = append(b.call.Dropped, "tool "+t.Type)
 		}
