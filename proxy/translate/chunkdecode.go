@@ -184,3 +184,160 @@ func (d *fastDecoder) nullInt(dst *int, k byte) bool {
 	*dst = int(n)
 	return true
 }
+
+// decodeChatResponse decodes a backend's non-stream Chat answer into resp
+// (zero): the result is jsonv2's with decodeOpts. The scanner decodes the
+// usual shape in one pass, and gives up, as decodeChunk's does, on
+// anything whose result it is not sure matches; jsonv2 then decodes it,
+// and its error is returned. jsonv2's set-up alone cost more than the
+// rest of a short answer's translation.
+func decodeChatResponse(body []byte, resp *chat.Response) error {
+	d := fastDecoder{sc: scanner{b: body}}
+	if d.chatResponse(resp) && d.sc.ws() == 0 && d.sc.i == len(body) {
+		return nil
+	}
+	*resp = chat.Response{}
+	return json.Unmarshal(body, resp, decodeOpts)
+}
+
+func (d *fastDecoder) chatResponse(r *chat.Response) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "id":
+			return true, seen(mask, 0) && d.nullStr(&r.ID, k)
+		case "object":
+			return true, seen(mask, 1) && d.nullStrAs(&r.Object, k, "chat.completion")
+		case "created":
+			if read, ok := d.present(mask, 2, k); !read {
+				return true, ok
+			}
+			return true, d.integer(&r.Created)
+		case "model":
+			return true, seen(mask, 3) && d.nullStr(&r.Model, k)
+		case "choices":
+			if read, ok := d.present(mask, 4, k); !read {
+				return true, ok
+			}
+			return true, k == '[' && list(d, &r.Choices, 1, d.chatChoice)
+		case "usage":
+			if read, ok := d.present(mask, 5, k); !read {
+				return true, ok
+			}
+			r.Usage = new(chat.Usage)
+			return true, k == '{' && d.usage(r.Usage)
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) chatChoice(ch *chat.Choice) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "index":
+			return true, seen(mask, 0) && d.nullInt(&ch.Index, k)
+		case "message":
+			if read, ok := d.present(mask, 1, k); !read {
+				return true, ok
+			}
+			return true, d.chatMessage(&ch.Message)
+		case "finish_reason":
+			return true, seen(mask, 2) && d.nullStrAs(&ch.FinishReason, k, "stop")
+		case "stop_reason":
+			return true, d.rawMember(&ch.StopReason, mask, 3)
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) chatMessage(m *chat.Message) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "role":
+			return true, seen(mask, 0) && d.nullStrAs(&m.Role, k, "assistant")
+		case "content":
+			if read, ok := d.present(mask, 1, k); !read {
+				return true, ok
+			}
+			m.Content = new(string)
+			return true, k == '"' && d.str(m.Content)
+		case "reasoning_content":
+			return true, seen(mask, 2) && d.nullStr(&m.ReasoningContent, k)
+		case "reasoning":
+			return true, seen(mask, 3) && d.nullStr(&m.Reasoning, k)
+		case "refusal":
+			return true, seen(mask, 4) && d.nullStr(&m.Refusal, k)
+		case "tool_calls":
+			if read, ok := d.present(mask, 5, k); !read {
+				return true, ok
+			}
+			return true, k == '[' && list(d, &m.ToolCalls, 1, d.chatToolCall)
+		}
+		return false, false
+	})
+}
+
+func (d *fastDecoder) chatToolCall(tc *chat.ToolCall) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "id":
+			return true, seen(mask, 0) && d.nullStr(&tc.ID, k)
+		case "type":
+			return true, seen(mask, 1) && d.nullStrAs(&tc.Type, k, "function")
+		case "function":
+			if read, ok := d.present(mask, 2, k); !read {
+				return true, ok
+			}
+			f := &tc.Function
+			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+				switch string(name) {
+				case "name":
+					return true, seen(mask, 0) && d.nullStr(&f.Name, k)
+				case "arguments":
+					return true, seen(mask, 1) && d.nullStr(&f.Arguments, k)
+				}
+				return false, false
+			})
+		}
+		return false, false
+	})
+}
+
+// usage reads a usage object into u (zero).
+func (d *fastDecoder) usage(u *chat.Usage) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(name) {
+		case "prompt_tokens":
+			return true, seen(mask, 0) && d.nullInt(&u.PromptTokens, k)
+		case "completion_tokens":
+			return true, seen(mask, 1) && d.nullInt(&u.CompletionTokens, k)
+		case "total_tokens":
+			return true, seen(mask, 2) && d.nullInt(&u.TotalTokens, k)
+		case "prompt_tokens_details":
+			if read, ok := d.present(mask, 3, k); !read {
+				return true, ok
+			}
+			p := new(chat.PromptTokensDetails)
+			u.PromptTokensDetails = p
+			return true, d.oneInt(&p.CachedTokens, "cached_tokens")
+		case "completion_tokens_details":
+			if read, ok := d.present(mask, 4, k); !read {
+				return true, ok
+			}
+			c := new(chat.CompletionTokensDetails)
+			u.CompletionTokensDetails = c
+			return true, d.oneInt(&c.ReasoningTokens, "reasoning_tokens")
+		}
+		return false, false
+	})
+}
+
+// oneInt reads an object of which only the integer member field is
+// kept.
+func (d *fastDecoder) oneInt(dst *int, field string) bool {
+	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
+		if string(name) != field {
+			return false, false
+		}
+		return true, seen(mask, 0) && d.nullInt(dst, k)
+	})
+}

@@ -141,3 +141,81 @@ func FuzzChunkDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkChunkDecode(t, data) })
 }
+
+// checkChatResponseDecode decodes body as decodeChatResponse does and with
+// jsonv2 alone: the same response, or both an error. It reports whether
+// the scanner took body (jsonv2 not needed).
+func checkChatResponseDecode(t *testing.T, body []byte) (fast bool) {
+	t.Helper()
+	var want, got chat.Response
+	werr := json.Unmarshal(body, &want, decodeOpts)
+	gerr := decodeChatResponse(body, &got)
+	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+		t.Fatalf("%q: decodeChatResponse error %v, jsonv2 error %v", body, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decodeChatResponse differs from jsonv2:\n got %+v\nwant %+v", body, got, want)
+	}
+	d := &fastDecoder{sc: scanner{b: body}}
+	var r chat.Response
+	fast = d.chatResponse(&r) && d.sc.ws() == 0 && d.sc.i == len(body)
+	if fast && werr != nil {
+		t.Fatalf("%q: the scanner took an answer jsonv2 refuses (%v)", body, werr)
+	}
+	return fast
+}
+
+// chatResponseUsualShapes: the first samples, which the scanner takes.
+const chatResponseUsualShapes = 9
+
+var chatResponseDecodeSamples = []string{
+	`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"Hello from stub-backend. You said: hi","role":"assistant"}}],"created":1795782830,"id":"chatcmpl-stub","model":"m","object":"chat.completion","usage":{"completion_tokens":6,"prompt_tokens":1,"total_tokens":7}}`,
+	chatResp(`{"role":"assistant","content":"Hi","reasoning_content":"r","refusal":"no","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},{"id":"c","type":"function","function":{"name":"apply_patch","arguments":"not-json{"}}]}`, `"tool_calls"`, ""),
+	chatResp(`{"role":"assistant","content":null,"reasoning":"r","tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]}`, `"length"`, `,"stop_reason":151643,"logprobs":null`),
+	`{"id":null,"object":null,"created":null,"model":null,"choices":null,"usage":null}`,
+	`{"choices":[{"index":0,"message":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":null,"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":3,"x":1}}}`,
+	`{"choices":[{"message":{"role":"assistant","content":"a\nb \"q\" \u00e9 \ud83d\ude00 é","tool_calls":[{"id":null,"type":null,"function":null}]}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":4}}}`,
+	` {"choices":[],"system_fingerprint":"x","extra":{"a":[1,{"b":null}]}} `,
+	`{}`,
+	`{"error":{"message":"boom","type":"server_error"}}`,
+	// Shapes the scanner leaves to jsonv2 (after the first
+	// chatResponseUsualShapes).
+	`{"choices":[{"message":{"content":"a","content":"b"}}]}`,
+	`{"choices":[],"choices":[]}`,
+	`{"created":1.5}`,
+	`{"created":"1"}`,
+	`{"choices":[{"index":99999999999999999999}]}`,
+	`{"choices":[{"message":{"content":5}}]}`,
+	`{"choices":[{"message":{"tool_calls":{}}}]}`,
+	`{"choices":[null]}`,
+	`{"choices":{}}`,
+	`{"usage":[]}`,
+	`{"usage":{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}}`,
+	`{"cho\u0069ces":[]}`,
+	"{\"choices\":[{\"message\":{\"content\":\"\xff\"}}]}",
+	`{"choices":[]} x`,
+	`[]`, `null`, ``, `{`,
+}
+
+// TestChatResponseDecodeMatchesJSONv2: the answers of the samples (and
+// the stub's) decode as jsonv2 decodes them, and the scanner takes the
+// usual shapes.
+func TestChatResponseDecodeMatchesJSONv2(t *testing.T) {
+	checkSamples(t, chatResponseDecodeSamples, chatResponseUsualShapes, checkChatResponseDecode)
+}
+
+// Random edits of the samples decode as jsonv2 decodes them.
+func TestChatResponseDecodeMatchesJSONv2Mutated(t *testing.T) {
+	inserts := []string{`null`, `1`, `-2`, `1.5`, `"x"`, `{}`, `[]`, `,"a":1`, `,"content":"c"`, `,"index":1`, `"\u00e9"`, `,"tool_calls":[]`, `true`, `,"role":"user"`, `,"finish_reason":"stop"`, `,"message":{}`, `,"usage":{}`, `,"function":{"name":"n"}`, `\n`, `\"`}
+	bodies := withSamples(chatResponseDecodeSamples[:chatResponseUsualShapes])
+	checkMutated(t, bodies, inserts, 17, checkChatResponseDecode)
+}
+
+// FuzzChatResponseDecode: decodeChatResponse decodes whatever body as
+// jsonv2 does.
+func FuzzChatResponseDecode(f *testing.F) {
+	for _, s := range chatResponseDecodeSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkChatResponseDecode(t, body) })
+}

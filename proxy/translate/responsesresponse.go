@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -33,7 +34,7 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // is an error (the backend is at fault, not the client).
 func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
-	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
+	if err := decodeChatResponse(chatBody, &resp); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
 	}
 	out := newResponse(responseID, alias, createdAt, responses.StatusCompleted)
@@ -60,7 +61,10 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 		if len(parts) > 0 {
 			out.Output = append(out.Output, messageItem(ids.next("msg"), responses.StatusCompleted, parts...))
 		}
-		callIDs := make(map[string]bool, len(m.ToolCalls))
+		var callIDs map[string]bool
+		if len(m.ToolCalls) > 0 {
+			callIDs = make(map[string]bool, len(m.ToolCalls))
+		}
 		for _, tc := range m.ToolCalls {
 			id, callID := ids.next(""), tc.ID
 			if callID == "" || callIDs[callID] {
@@ -74,7 +78,9 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 	}
 	setFinish(&out, finish)
 	out.Usage = responsesUsage(resp.Usage)
-	return out.AppendJSON(nil), resp.Usage, nil
+	// Written into a pooled buffer (the caller may give it back), about
+	// the size of the answer and the members around it.
+	return out.AppendJSON(bufpool.Get(len(chatBody) + 1024)), resp.Usage, nil
 }
 
 // newResponse is the response object before its output.
