@@ -1,6 +1,7 @@
 package server
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -33,7 +34,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 	if !ok {
 		return
 	}
-	if len(call.Dropped) > 0 {
+	// Codex offers a hosted tool (web_search) in every request: the line
+	// is written, and its arguments made, only at debug level.
+	if len(call.Dropped) > 0 && s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.Debug("left out of a Responses request: the backend cannot run them", "model", x.alias, "dropped", strings.Join(call.Dropped, ", "))
 	}
 	id, created := translate.NewResponseID(), time.Now().Unix()

@@ -307,6 +307,20 @@ func TestResponsesPathWithoutV1(t *testing.T) {
 	}
 }
 
+// TestResponsesDroppedToolsLoggedAtDebug: what a request offered that the
+// backend cannot run (a hosted tool) is named in a debug line.
+func TestResponsesDroppedToolsLoggedAtDebug(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	resp := h.post("/v1/responses", `{"model":"local-model","input":"hi","tools":[{"type":"web_search"},{"type":"function","name":"f"}]}`)
+	if body := drain(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "level=DEBUG") || !strings.Contains(logs, "left out of a Responses request") || !strings.Contains(logs, `dropped="tool web_search"`) {
+		t.Fatalf("no debug line names the hosted tool:\n%s", logs)
+	}
+}
+
 func TestResponsesStreamPingsWhileBackendIsSlow(t *testing.T) {
 	// The bound is the backend's delay, not a guess at the machine's speed:
 	// the stream must be committed before the backend's first token.
