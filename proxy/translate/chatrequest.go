@@ -28,8 +28,8 @@ import (
 //
 // BackendRequest.Stream is the request's stream flag.
 func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
-	top, err := scanObject(body, true, func(name string) bool {
-		switch name {
+	top, err := scanObject(body, true, func(name []byte) bool {
+		switch string(name) {
 		case "model", "messages", "max_tokens", "max_completion_tokens", "stream", "tools":
 			return true
 		}
@@ -380,10 +380,11 @@ func (o *object) get(name string) (member, bool) {
 
 // scanObject reads a JSON object's top-level members, remembering those
 // that want names (every one when want is nil; get finds the last one of
-// a repeated name). The whole body is
-// validated, in one pass (see scanner): with messages set, an
+// a repeated name). want is given the name unescaped, in memory it must
+// not keep: only the names it wants are copied into strings. The whole
+// body is validated, in one pass (see scanner): with messages set, an
 // array-valued "messages" member is scanned into object.msgs on the way.
-func scanObject(body []byte, messages bool, want func(string) bool) (object, error) {
+func scanObject(body []byte, messages bool, want func(name []byte) bool) (object, error) {
 	sc := scanner{b: body}
 	var o object
 	switch sc.ws() {
@@ -399,23 +400,25 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 	o.open = sc.i
 	if want == nil {
 		o.list = make([]member, 0, 16) // a request's members, in one allocation
+	} else {
+		o.list = make([]member, 0, 4) // the few wanted, in one allocation
 	}
 	err := sc.members(func(raw []byte) error {
 		// raw is a slice of body: the difference of capacities is its offset.
 		keyStart := cap(body) - cap(raw)
 		o.members++
-		name, err := memberName(raw)
+		name, err := rawName(raw)
 		if err != nil {
 			return err
 		}
-		if messages && name == "messages" && sc.ws() == '[' {
+		if messages && string(name) == "messages" && sc.ws() == '[' {
 			start := sc.i
 			msgs, err := scanMessages(&sc)
 			if err != nil {
 				return err
 			}
 			o.msgs = msgs
-			o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: name, keyStart: keyStart})
+			o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: "messages", keyStart: keyStart})
 			return nil
 		}
 		v, err := sc.value()
@@ -423,7 +426,7 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 			return err
 		}
 		if want == nil || want(name) {
-			o.list = append(o.list, member{value: v, start: sc.i - len(v), end: sc.i, name: name, keyStart: keyStart})
+			o.list = append(o.list, member{value: v, start: sc.i - len(v), end: sc.i, name: knownName(name), keyStart: keyStart})
 		}
 		return nil
 	})
@@ -436,16 +439,17 @@ func scanObject(body []byte, messages bool, want func(string) bool) (object, err
 	return o, nil
 }
 
-// memberName returns the name of a member, raw as in the body (quoted).
-func memberName(raw []byte) (string, error) {
+// rawName returns the name of a member, raw as in the body (quoted),
+// unescaped: in the body's memory when it has no escape.
+func rawName(raw []byte) ([]byte, error) {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), nil
+		return raw[1 : len(raw)-1], nil
 	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err != nil {
-		return "", decodeError(err)
+		return nil, decodeError(err)
 	}
-	return name, nil
+	return []byte(name), nil
 }
 
 // edit replaces body[start:end] with repl.

@@ -16,7 +16,7 @@ import (
 // MessagesUsage finds the top-level usage of a Messages response body, in
 // the Chat form (ChatUsage); nil when there is none or it is malformed.
 func MessagesUsage(body []byte) *chat.Usage {
-	top, err := scanObject(body, false, func(name string) bool { return name == "usage" })
+	top, err := scanObject(body, false, func(name []byte) bool { return string(name) == "usage" })
 	if err != nil {
 		return nil
 	}
@@ -28,7 +28,7 @@ func MessagesUsage(body []byte) *chat.Usage {
 // response without a model gets one), and reads its usage as
 // MessagesUsage does, in the same pass.
 func MessagesResponseModel(body []byte, alias string) ([]byte, *chat.Usage, error) {
-	top, err := scanObject(body, false, func(name string) bool { return name == "model" || name == "usage" })
+	top, err := scanObject(body, false, func(name []byte) bool { return string(name) == "model" || string(name) == "usage" })
 	if err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a JSON object: %w", err)
 	}
@@ -68,9 +68,9 @@ func messagesUsage(v []byte) (u messages.Usage, ok bool) {
 		{"cache_read_input_tokens", &u.CacheReadInputTokens},
 		{"cache_creation_input_tokens", &u.CacheCreationInputTokens},
 	}
-	top, err := scanObject(v, false, func(name string) bool {
+	top, err := scanObject(v, false, func(name []byte) bool {
 		for _, c := range counts {
-			if c.name == name {
+			if c.name == string(name) {
 				return true
 			}
 		}

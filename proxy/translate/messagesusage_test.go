@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -67,4 +68,18 @@ func TestMessagesResponseModel(t *testing.T) {
 	if string(out) != `{"model":"claude-x","usage":{"input_tokens":80,"output_tokens":28,"cache_read_input_tokens":24}}` || usage == nil || usage.PromptTokens != 104 || usage.CompletionTokens != 28 || usage.PromptTokensDetails.CachedTokens != 24 {
 		t.Errorf("got %s, %+v", out, usage)
 	}
+}
+
+// BenchmarkMessagesResponseModel: a Messages backend's non-stream answer
+// (the stub's, as bin/bench runs it) with its model rewritten and its
+// usage read.
+func BenchmarkMessagesResponseModel(b *testing.B) {
+	body := []byte(`{"content":[{"text":"Hello from stub-backend. You said: hi","type":"text"}],"id":"msg_stub","model":"stub-model","role":"assistant","stop_reason":"end_turn","stop_sequence":null,"type":"message","usage":{"input_tokens":12043,"output_tokens":64,"cache_read_input_tokens":0}}`)
+	runBench(b, body, func(body []byte) {
+		out, usage, err := MessagesResponseModel(body, "claude-native")
+		if err != nil || usage == nil {
+			b.Fatal(err)
+		}
+		bufpool.Put(out)
+	})
 }

@@ -164,7 +164,7 @@ func (n *NativeStream) noteUsage(data []byte) {
 // startModel rewrites message.model in the data of a message_start event;
 // ok is false when the data is not such an event.
 func (n *NativeStream) startModel(data []byte) ([]byte, bool) {
-	top, err := scanObject(data, false, func(name string) bool { return name == "type" || name == "message" })
+	top, err := scanObject(data, false, func(name []byte) bool { return string(name) == "type" || string(name) == "message" })
 	if err != nil {
 		return nil, false
 	}
@@ -173,7 +173,7 @@ func (n *NativeStream) startModel(data []byte) ([]byte, bool) {
 	if !ok || !ok2 || !bytes.Equal(typ.value, []byte(`"message_start"`)) || msg.value.Kind() != '{' {
 		return nil, false
 	}
-	inner, err := scanObject(msg.value, false, func(name string) bool { return name == "model" })
+	inner, err := scanObject(msg.value, false, func(name []byte) bool { return string(name) == "model" })
 	if err != nil {
 		return nil, false
 	}

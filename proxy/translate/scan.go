@@ -430,3 +430,48 @@ func hex4(b []byte, at int) (rune, bool) {
 	}
 	return r, true
 }
+
+// knownName returns name as a string: the names of the members the
+// scanners read in requests, answers and their usage without an
+// allocation (a constant of the same text), any other as a copy.
+func knownName(name []byte) string {
+	switch string(name) {
+	case "model":
+		return "model"
+	case "messages":
+		return "messages"
+	case "system":
+		return "system"
+	case "tools":
+		return "tools"
+	case "stream":
+		return "stream"
+	case "max_tokens":
+		return "max_tokens"
+	case "max_completion_tokens":
+		return "max_completion_tokens"
+	case "metadata":
+		return "metadata"
+	case "thinking":
+		return "thinking"
+	case "context_management":
+		return "context_management"
+	case "output_config":
+		return "output_config"
+	case "usage":
+		return "usage"
+	case "type":
+		return "type"
+	case "message":
+		return "message"
+	case "input_tokens":
+		return "input_tokens"
+	case "output_tokens":
+		return "output_tokens"
+	case "cache_read_input_tokens":
+		return "cache_read_input_tokens"
+	case "cache_creation_input_tokens":
+		return "cache_creation_input_tokens"
+	}
+	return string(name)
+}
