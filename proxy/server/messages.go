@@ -36,7 +36,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	if s.passThroughOff(w, f) {
 		return
 	}
-	x, ok := s.prepareFor(w, r, f, translate.MessagesToChat, translate.MessagesToMessages)
+	x, ok := s.prepareFor(w, r, f, translate.MessagesToChat, translate.MessagesToMessagesDeferred)
 	if !ok {
 		return
 	}
@@ -104,6 +104,12 @@ func (s *Server) translatedBackendError(w http.ResponseWriter, r *http.Request, 
 	}
 	if p, ok := balanceProblem(err); ok {
 		f.write(w, p)
+		return
+	}
+	var re *translate.RequestError
+	if errors.As(err, &re) {
+		// The body's deferred validation (native.go) found it malformed.
+		f.write(w, requestProblem(err))
 		return
 	}
 	var ue *upstream.Error

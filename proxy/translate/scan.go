@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"unicode/utf8"
@@ -474,4 +475,146 @@ func knownName(name []byte) string {
 		return "cache_creation_input_tokens"
 	}
 	return string(name)
+}
+
+// errSkim: skimObject could not read the body's structure; the strict
+// scanner says what is wrong with it.
+var errSkim = errors.New("translate: not an object skimObject can read")
+
+// skimObject reads the top-level members of a JSON object as scanObject
+// does (every member, want nil), but trusts the body to be valid JSON: it
+// reads only the structure of strings and brackets that tells where each
+// value ends, not the grammar, escapes or UTF-8 that scanObject checks.
+// On a valid body it returns what scanObject does; on any other it
+// returns errSkim or members that mean nothing, never panicking. A caller
+// validates the body apart (validateObject).
+func skimObject(body []byte) (object, error) {
+	sc := scanner{b: body}
+	var o object
+	if sc.ws() != '{' {
+		return o, errSkim
+	}
+	o.open = sc.i
+	sc.i++
+	o.list = make([]member, 0, 16)
+	if sc.ws() == '}' {
+		sc.i++
+		return o, sc.skimEnd()
+	}
+	for {
+		if sc.ws() != '"' {
+			return o, errSkim
+		}
+		keyStart := sc.i
+		if !sc.skimString() {
+			return o, errSkim
+		}
+		raw := body[keyStart:sc.i]
+		if sc.ws() != ':' {
+			return o, errSkim
+		}
+		sc.i++
+		sc.ws()
+		start := sc.i
+		if !sc.skimValue() {
+			return o, errSkim
+		}
+		name, err := rawName(raw)
+		if err != nil {
+			return o, errSkim
+		}
+		o.members++
+		o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: knownName(name), keyStart: keyStart})
+		switch sc.ws() {
+		case ',':
+			sc.i++
+		case '}':
+			sc.i++
+			return o, sc.skimEnd()
+		default:
+			return o, errSkim
+		}
+	}
+}
+
+// skimEnd: nothing but whitespace follows the object.
+func (s *scanner) skimEnd() error {
+	if s.ws() != 0 {
+		return errSkim
+	}
+	return nil
+}
+
+// skimString moves past the string whose opening quote is at s.i.
+func (s *scanner) skimString() bool {
+	end := stringEnd(s.b, s.i)
+	if end < 0 {
+		return false
+	}
+	s.i = end
+	return true
+}
+
+// stringEnd returns the offset after the string whose opening quote is
+// at b[open]: after the first quote that no odd run of backslashes
+// escapes; -1 when there is none.
+func stringEnd(b []byte, open int) int {
+	for i := open + 1; ; i++ {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		k := i
+		for k > open+1 && b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i + 1
+		}
+	}
+}
+
+// skimValue moves past the value at s.i: a string, an object or array
+// (to its matching bracket, strings skipped), or a scalar (to the next
+// delimiter). It reports false when the input ends first or there is no
+// value.
+func (s *scanner) skimValue() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '"':
+		return s.skimString()
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if !s.skimString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return s.i > start
+		}
+		s.i++
+	}
+	return s.i > start
 }

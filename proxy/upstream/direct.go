@@ -155,10 +155,22 @@ func (r *bodyReader) writeTo(w io.Writer, head []byte, max int64) (int64, error)
 	r.ref.hold()
 	r.mu.Unlock()
 	defer r.ref.release()
+	var n int
+	var err error
 	if len(head) == 0 {
-		n, err := w.Write(b)
-		return int64(n), err
+		n, err = w.Write(b)
+	} else {
+		n, err = writeAfter(w, head, b)
 	}
-	n, err := writeAfter(w, head, b)
+	if err == nil && r.rest() == 0 {
+		r.ref.written()
+	}
 	return int64(n), err
+}
+
+// rest is how much of the body is left to hand out.
+func (r *bodyReader) rest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.b)
 }

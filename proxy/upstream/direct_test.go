@@ -105,3 +105,48 @@ func newServer(t *testing.T, h http.Handler, conns *atomic.Int32) string {
 	t.Cleanup(func() { srv.Close() })
 	return "http://127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
+// Call.Sent runs once a call, after the body was written whole (in the
+// transport's goroutine, maybe after Do returned), whatever the body's
+// size.
+func TestSentOnceTheBodyWasWritten(t *testing.T) {
+	var conns atomic.Int32
+	read := make(chan int, 1)
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		read <- len(b)
+		w.Write([]byte(`{}`))
+	}), &conns)
+	pool := upstream.NewPool()
+	for _, n := range []int{1, 4097, 54 << 10, 1 << 20} {
+		sent := make(chan struct{}, 2)
+		body := bytes.Repeat([]byte{'x'}, n)
+		resp, err := pool.Do(context.Background(), upstream.Call{BaseURL: srv, Path: "/x", Body: body, Timeout: 5 * time.Second,
+			Sent: func() { sent <- struct{}{} }})
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := <-read; got != n {
+			t.Fatalf("%d bytes sent, %d read", n, got)
+		}
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d bytes: Sent not called", n)
+		}
+		// The next call on the connection is written after this one's
+		// write ended: a second Sent of this call would be in by then.
+		resp, err = pool.Do(context.Background(), upstream.Call{BaseURL: srv, Path: "/x", Body: []byte("{}"), Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		<-read
+		if len(sent) != 0 {
+			t.Errorf("%d bytes: Sent called more than once", n)
+		}
+	}
+}

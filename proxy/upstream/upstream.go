@@ -93,6 +93,12 @@ type Call struct {
 	// was chosen. Until then the attempt is bounded by the smaller of
 	// Timeout and StreamTimeout, and Stream is not used.
 	StreamFlag func(h http.Header) bool
+	// Sent, when set, is called once Body was written whole to the
+	// backend, by the goroutine that wrote it (the transport's), at most
+	// once a Do: work that waits for the body to be sent runs there while
+	// the backend reads it, with no goroutine of its own. It may not be
+	// called at all (a body sent otherwise, a failed write).
+	Sent func()
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -168,7 +174,7 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := newWatchdog(limit, func() { cancel(errTimedOut) })
-	ref := &bodyRef{b: c.Body, body: c.Body, holds: 1, own: true, recycle: c.Recycle}
+	ref := &bodyRef{b: c.Body, body: c.Body, holds: 1, own: true, recycle: c.Recycle, onSent: c.Sent}
 	// The transport may keep the request (and so its GetBody) until the
 	// response body is closed: once the body was sent whole, or the
 	// exchange is over, GetBody finds no body, and the body is recycled
@@ -208,6 +214,7 @@ type bodyRef struct {
 	holds   int  // Do's own while own, and one per reader not done
 	own     bool // Do's hold is still held
 	recycle func([]byte)
+	onSent  func() // Call.Sent, until called
 }
 
 // errBodySent: the transport asked for the body again after it was sent
@@ -246,6 +253,18 @@ func (r *bodyRef) hold() {
 	r.mu.Lock()
 	r.holds++
 	r.mu.Unlock()
+}
+
+// written calls Call.Sent, the first time a reader has handed out or
+// written the whole body.
+func (r *bodyRef) written() {
+	r.mu.Lock()
+	f := r.onSent
+	r.onSent = nil
+	r.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func (r *bodyRef) release() {
@@ -336,8 +355,15 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.b) == 0 {
+		ref, whole := r.ref, !r.done
 		r.finish()
-		r.ref.sent()
+		ref.sent()
+		if whole {
+			// The transport asks for more only once it wrote what it had.
+			r.mu.Unlock()
+			ref.written()
+			r.mu.Lock()
+		}
 		return 0, io.EOF
 	}
 	n := copy(p, r.b)
