@@ -92,24 +92,33 @@ func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
 func (d *fastDecoder) delta(dl *chat.Delta) bool {
 	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
-		case "role":
-			return true, seen(mask, 0) && d.nullStrAs(&dl.Role, k, "assistant")
 		case "content":
 			return true, seen(mask, 1) && d.nullStr(&dl.Content, k)
-		case "reasoning_content":
-			return true, seen(mask, 2) && d.nullStr(&dl.ReasoningContent, k)
-		case "reasoning":
-			return true, seen(mask, 3) && d.nullStr(&dl.Reasoning, k)
-		case "refusal":
-			return true, seen(mask, 4) && d.nullStr(&dl.Refusal, k)
 		case "tool_calls":
 			if read, ok := d.present(mask, 5, k); !read {
 				return true, ok
 			}
 			return true, k == '[' && list(d, &dl.ToolCalls, 1, d.toolCallDelta)
 		}
-		return false, false
+		return d.assistantMember(name, k, mask, &dl.Role, &dl.ReasoningContent, &dl.Reasoning, &dl.Refusal)
 	})
+}
+
+// assistantMember reads the members a message and a chunk's delta share
+// (mask bits 0, 2, 3 and 4; content and tool_calls, bits 1 and 5, are the
+// caller's): known is false for another name.
+func (d *fastDecoder) assistantMember(name []byte, k byte, mask *uint32, role, reasoningContent, reasoning, refusal *string) (known, ok bool) {
+	switch string(name) {
+	case "role":
+		return true, seen(mask, 0) && d.nullStrAs(role, k, "assistant")
+	case "reasoning_content":
+		return true, seen(mask, 2) && d.nullStr(reasoningContent, k)
+	case "reasoning":
+		return true, seen(mask, 3) && d.nullStr(reasoning, k)
+	case "refusal":
+		return true, seen(mask, 4) && d.nullStr(refusal, k)
+	}
+	return false, false
 }
 
 func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
@@ -125,16 +134,20 @@ func (d *fastDecoder) toolCallDelta(tc *chat.ToolCallDelta) bool {
 			if read, ok := d.present(mask, 3, k); !read {
 				return true, ok
 			}
-			f := &tc.Function
-			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
-				switch string(name) {
-				case "name":
-					return true, seen(mask, 0) && d.nullStr(&f.Name, k)
-				case "arguments":
-					return true, seen(mask, 1) && d.nullStr(&f.Arguments, k)
-				}
-				return false, false
-			})
+			return true, d.function(&tc.Function.Name, &tc.Function.Arguments)
+		}
+		return false, false
+	})
+}
+
+// function reads a tool call's function object: its name and arguments.
+func (d *fastDecoder) function(name, arguments *string) bool {
+	return d.objectNulls(true, func(member []byte, k byte, mask *uint32) (bool, bool) {
+		switch string(member) {
+		case "name":
+			return true, seen(mask, 0) && d.nullStr(name, k)
+		case "arguments":
+			return true, seen(mask, 1) && d.nullStr(arguments, k)
 		}
 		return false, false
 	})
@@ -252,27 +265,19 @@ func (d *fastDecoder) chatChoice(ch *chat.Choice) bool {
 func (d *fastDecoder) chatMessage(m *chat.Message) bool {
 	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
 		switch string(name) {
-		case "role":
-			return true, seen(mask, 0) && d.nullStrAs(&m.Role, k, "assistant")
 		case "content":
 			if read, ok := d.present(mask, 1, k); !read {
 				return true, ok
 			}
 			m.Content = new(string)
 			return true, k == '"' && d.str(m.Content)
-		case "reasoning_content":
-			return true, seen(mask, 2) && d.nullStr(&m.ReasoningContent, k)
-		case "reasoning":
-			return true, seen(mask, 3) && d.nullStr(&m.Reasoning, k)
-		case "refusal":
-			return true, seen(mask, 4) && d.nullStr(&m.Refusal, k)
 		case "tool_calls":
 			if read, ok := d.present(mask, 5, k); !read {
 				return true, ok
 			}
 			return true, k == '[' && list(d, &m.ToolCalls, 1, d.chatToolCall)
 		}
-		return false, false
+		return d.assistantMember(name, k, mask, &m.Role, &m.ReasoningContent, &m.Reasoning, &m.Refusal)
 	})
 }
 
@@ -287,16 +292,7 @@ func (d *fastDecoder) chatToolCall(tc *chat.ToolCall) bool {
 			if read, ok := d.present(mask, 2, k); !read {
 				return true, ok
 			}
-			f := &tc.Function
-			return true, d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
-				switch string(name) {
-				case "name":
-					return true, seen(mask, 0) && d.nullStr(&f.Name, k)
-				case "arguments":
-					return true, seen(mask, 1) && d.nullStr(&f.Arguments, k)
-				}
-				return false, false
-			})
+			return true, d.function(&tc.Function.Name, &tc.Function.Arguments)
 		}
 		return false, false
 	})
