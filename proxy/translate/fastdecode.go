@@ -85,7 +85,7 @@ func (d *fastDecoder) str(dst *string) bool {
 		return false
 	}
 	if bytes.IndexByte(v, '\\') < 0 {
-		*dst = word(v[1 : len(v)-1])
+		*dst = knownName(v[1 : len(v)-1])
 		return true
 	}
 	// The scanner validated v: unquoting it gives what jsonv2 would.
@@ -93,57 +93,6 @@ func (d *fastDecoder) str(dst *string) bool {
 	text, err := jsontext.AppendUnquote(buf[:0], v)
 	*dst = string(text)
 	return err == nil
-}
-
-// word returns b as a string: one of the constants below for the words
-// a request repeats (item, part and tool types, roles), which costs no
-// allocation, else a copy. A Codex request has some thirty of them.
-func word(b []byte) string {
-	switch string(b) {
-	case "message":
-		return "message"
-	case "function":
-		return "function"
-	case "function_call":
-		return "function_call"
-	case "function_call_output":
-		return "function_call_output"
-	case "custom_tool_call":
-		return "custom_tool_call"
-	case "custom_tool_call_output":
-		return "custom_tool_call_output"
-	case "reasoning":
-		return "reasoning"
-	case "input_text":
-		return "input_text"
-	case "output_text":
-		return "output_text"
-	case "input_image":
-		return "input_image"
-	case "summary_text":
-		return "summary_text"
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	case "developer":
-		return "developer"
-	case "system":
-		return "system"
-	case "custom":
-		return "custom"
-	case "namespace":
-		return "namespace"
-	case "web_search":
-		return "web_search"
-	case "text":
-		return "text"
-	case "tool_use":
-		return "tool_use"
-	case "tool_result":
-		return "tool_result"
-	}
-	return string(b)
 }
 
 // small decodes a member with jsonv2, as decodeRequest would.

@@ -433,8 +433,10 @@ func hex4(b []byte, at int) (rune, bool) {
 }
 
 // knownName returns name as a string: the names of the members the
-// scanners read in requests, answers and their usage without an
-// allocation (a constant of the same text), any other as a copy.
+// scanners read in requests, answers and their usage, and the words a
+// request repeats as values (item, part and tool types, roles: some thirty
+// in a Codex request), without an allocation (a constant of the same
+// text), any other as a copy.
 func knownName(name []byte) string {
 	switch string(name) {
 	case "model":
@@ -473,6 +475,44 @@ func knownName(name []byte) string {
 		return "cache_read_input_tokens"
 	case "cache_creation_input_tokens":
 		return "cache_creation_input_tokens"
+	case "function":
+		return "function"
+	case "function_call":
+		return "function_call"
+	case "function_call_output":
+		return "function_call_output"
+	case "custom_tool_call":
+		return "custom_tool_call"
+	case "custom_tool_call_output":
+		return "custom_tool_call_output"
+	case "reasoning":
+		return "reasoning"
+	case "input_text":
+		return "input_text"
+	case "output_text":
+		return "output_text"
+	case "input_image":
+		return "input_image"
+	case "summary_text":
+		return "summary_text"
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "developer":
+		return "developer"
+	case "custom":
+		return "custom"
+	case "namespace":
+		return "namespace"
+	case "web_search":
+		return "web_search"
+	case "text":
+		return "text"
+	case "tool_use":
+		return "tool_use"
+	case "tool_result":
+		return "tool_result"
 	}
 	return string(name)
 }
