@@ -106,10 +106,16 @@ func TestGetBySize(t *testing.T) {
 // Every buffer of a class holds the least size of the class, and Get(n)
 // takes from a class whose least size is n or more.
 func TestClasses(t *testing.T) {
-	for n := 1; n <= maxPooled; n += 1 + n/7 {
+	if size(0) != minSize || size(classes-1) != maxPooled || class(maxPooled) != classes-1 || class(maxPooled+1) != classes {
+		t.Fatalf("classes from %d to %d bytes, want %d to %d", size(0), size(classes-1), minSize, maxPooled)
+	}
+	for n := 1; n <= maxPooled; n += 1 + n/97 {
 		k := class(n)
-		if k >= classes || minSize<<k < n || (k > 0 && minSize<<(k-1) >= n) {
-			t.Fatalf("Get(%d) takes from class %d (buffers of %d bytes and more)", n, k, minSize<<k)
+		if k >= classes || size(k) < n || (k > 0 && size(k-1) >= n) {
+			t.Fatalf("Get(%d) takes from class %d (buffers of %d bytes and more)", n, k, size(k))
+		}
+		if n > minSize && size(k) > n+n/4 {
+			t.Fatalf("Get(%d) takes a buffer of %d bytes: over a quarter more", n, size(k))
 		}
 		if n < minSize {
 			continue
