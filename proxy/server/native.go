@@ -56,6 +56,22 @@ func (x *exchange) nativeCall(path string) upstream.Call {
 	}
 }
 
+// checkedWrite is write for the pings of a stream: when the body's
+// validation is deferred, no ping commits the stream before the body was
+// found valid (a malformed one gets its 400); the write fails instead.
+func (x *exchange) checkedWrite(write func([]byte) bool) func([]byte) bool {
+	c := x.check
+	if c == nil {
+		return write
+	}
+	return func(b []byte) bool {
+		if c.run(); c.err != nil {
+			return false
+		}
+		return write(b)
+	}
+}
+
 // sent is what the transport calls once the body was written: the
 // deferred validation, when the body has one.
 func (x *exchange) sent() func() {

@@ -431,13 +431,14 @@ func TestNativeChatSDK(t *testing.T) {
 	}
 }
 
-// TestNativeMalformedBodyAbandoned: a non-stream body that only the
-// validation finds malformed (the pass-through sends a body before it has
-// validated it: MessagesToMessagesDeferred) gets the 400 the translation
-// words, in the Messages shape, and the backend request is abandoned: this
-// backend answers only when its request is cancelled, so the client would
-// otherwise wait for ever. A valid body through the same backend is
-// answered.
+// TestNativeMalformedBodyAbandoned: a body that only the validation finds
+// malformed (the pass-through sends a body before it has validated it:
+// MessagesToMessagesDeferred) gets the 400 the translation words, in the
+// Messages shape, and the backend request is abandoned: this backend
+// answers only when its request is cancelled, so the client would
+// otherwise wait for ever. A stream too, though the pings (every
+// millisecond here) would commit it if they did not wait for the body's
+// verdict. A valid body through the same backend is answered.
 func TestNativeMalformedBodyAbandoned(t *testing.T) {
 	cancelled := make(chan struct{}, 8)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -451,13 +452,15 @@ func TestNativeMalformedBodyAbandoned(t *testing.T) {
 		cancelled <- struct{}{}
 	}))
 	t.Cleanup(backend.Close)
-	h := newNativeHarness(t, harnessOptions{backendURL: backend.URL + "/v1"})
+	h := newNativeHarness(t, harnessOptions{backendURL: backend.URL + "/v1", ping: time.Millisecond})
 	for _, body := range []string{
 		"{\"model\":\"local-model\",\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"a control \x01 character\"}]}",
 		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"a bad escape \q"}]}`,
 		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"n":01}}`,
 		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"a":tru}}`,
 		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"a" "b"}}`,
+		`{"model":"local-model","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"a bad escape \q"}]}`,
+		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"n":01},"stream":true}`,
 	} {
 		_, want := translate.MessagesToMessages([]byte(body), func(string) (translate.Target, error) { return translate.Target{BackendModel: "qwen3-coder"}, nil })
 		if want == nil {

@@ -36,22 +36,18 @@ func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
 
 // MessagesToMessagesDeferred is MessagesToMessages for a caller that sends
 // the body to the backend before it is validated, and validates it while
-// the backend reads it: of a non-stream request it finds the members to
-// edit by skimming the body (skimObject, about half the CPU of the
-// validating scan), and BackendRequest.Check validates it. Check returns
-// the error MessagesToMessages returns for that body (nil when it
-// returns none), and the request is then the same. Any request it cannot
-// skim, or whose edits fail, and every stream request (whose answer may
-// be committed before a late Check), go through MessagesToMessages, with
-// no Check.
+// the backend reads it: it finds the members to edit by skimming the body
+// (skimObject, about half the CPU of the validating scan), and
+// BackendRequest.Check validates it. Check returns the error
+// MessagesToMessages returns for that body (nil when it returns none),
+// and the request is then the same. A request it cannot skim, or whose
+// edits fail, goes through MessagesToMessages, with no Check.
 func MessagesToMessagesDeferred(body []byte, resolve Resolver) (BackendRequest, error) {
 	if top, err := skimObject(body); err == nil {
-		if s, ok := top.get("stream"); !ok || s.value.Kind() == 'f' || s.value.Kind() == 'n' {
-			br, err := passThrough(body, top, resolve)
-			if err == nil {
-				br.Check = func() error { return validateObject(body) }
-				return br, nil
-			}
+		br, err := passThrough(body, top, resolve)
+		if err == nil {
+			br.Check = func() error { return validateObject(body) }
+			return br, nil
 		}
 	}
 	return MessagesToMessages(body, resolve)
