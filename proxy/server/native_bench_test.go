@@ -35,24 +35,7 @@ func BenchmarkNative54KB(b *testing.B) {
 		b.Fatal(err)
 	}
 	body := bytes.Replace([]byte(capture.Body), []byte(`"stream": true`), []byte(`"stream": false`), 1)
-	// The stub's answer, served by a backend that does nothing else: the
-	// stub's own work (it decodes and records each request) would drown
-	// the proxies' difference.
-	answer := stubAnswer(b, body)
-	bs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		buf := bufs.Get().(*[]byte)
-		for {
-			n, err := r.Body.Read((*buf)[:cap(*buf)])
-			if err != nil || n == 0 {
-				break
-			}
-		}
-		bufs.Put(buf)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-		w.Write(answer)
-	}))
-	b.Cleanup(bs.Close)
+	bs := answerServer(b, stubAnswer(b, body), "application/json")
 	yaml := "model_list:\n  - model_name: claude-opus-5-5\n    proxy_params: {model: vendora/stub-model, api_base: '" + bs.URL + "/v1', api_key: k}\n" +
 		"general_settings: {enable_vendora_pass_through: true}\n"
 	cfg := loadConfig(b, yaml)
@@ -78,14 +61,7 @@ func BenchmarkNative54KB(b *testing.B) {
 		{"direct", bs.URL, forwarded.Body},
 	} {
 		b.Run(via.name, func(b *testing.B) {
-			h := http.Header{}
-			for k, v := range capture.Headers {
-				switch http.CanonicalHeaderKey(k) {
-				case "Content-Length", "Connection", "Accept-Encoding":
-					continue
-				}
-				h.Set(k, v)
-			}
+			h := capture.Header()
 			h.Set("Authorization", "Bearer "+clientKey)
 			benchPosts(b, via.url+"/v1/messages", via.body, h)
 		})
@@ -119,6 +95,28 @@ func benchPosts(b *testing.B, url string, body []byte, h http.Header) {
 		send()
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// answerServer is a backend that reads each request's body and answers
+// answer, with content type ctype, doing nothing else: the stub's own work
+// (it decodes and records each request) would drown the proxies'
+// difference.
+func answerServer(b *testing.B, answer []byte, ctype string) *httptest.Server {
+	bs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := bufs.Get().(*[]byte)
+		for {
+			n, err := r.Body.Read((*buf)[:cap(*buf)])
+			if err != nil || n == 0 {
+				break
+			}
+		}
+		bufs.Put(buf)
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.Write(answer)
+	}))
+	b.Cleanup(bs.Close)
+	return bs
 }
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}

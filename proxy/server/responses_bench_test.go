@@ -36,20 +36,7 @@ func BenchmarkResponses43KB(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			answer, ctype := chatStubAnswer(b, stream)
-			bs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				buf := bufs.Get().(*[]byte)
-				for {
-					n, err := r.Body.Read((*buf)[:cap(*buf)])
-					if err != nil || n == 0 {
-						break
-					}
-				}
-				bufs.Put(buf)
-				w.Header().Set("Content-Type", ctype)
-				w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-				w.Write(answer)
-			}))
-			b.Cleanup(bs.Close)
+			bs := answerServer(b, answer, ctype)
 			yaml := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/stub-model, api_base: '" + bs.URL + "/v1', api_key: k}\n"
 			cfg := loadConfig(b, yaml)
 			dm := httptest.NewServer(quietServer(b, cfg, balance.New(cfg, balance.Options{}), server.Options{}))

@@ -77,15 +77,7 @@ func clientRequest(name string) ([]byte, http.Header, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h := http.Header{}
-	for k, v := range f.Headers {
-		switch http.CanonicalHeaderKey(k) {
-		case "Content-Length", "Connection", "Accept-Encoding":
-			continue
-		}
-		h.Set(k, v)
-	}
-	return []byte(f.Body), h, nil
+	return []byte(f.Body), f.Header(), nil
 }
 
 // withStream returns body with its top-level "stream" member set to on.
