@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 )
 
 // AppendJSON appends the response object as json.Marshal writes it (with
@@ -178,8 +180,7 @@ func appendEmptyObjects(dst []byte, n int) []byte {
 // appendString quotes s as json.Marshal does with AllowInvalidUTF8 (an
 // invalid byte becomes U+FFFD).
 func appendString(dst []byte, s string) []byte {
-	dst, _ = jsontext.AppendQuote(dst, s)
-	return dst
+	return jsonquote.Append(dst, s)
 }
 
 func appendStringPtr(dst []byte, s *string) []byte {

@@ -41,8 +41,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -290,6 +289,5 @@ func appendEventEnd(dst []byte) []byte { return append(dst, "\n\n"...) }
 // appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, so
 // whatever bytes a backend or caller sends, the JSON stays valid.
 func appendQuoted[T ~string | ~[]byte](dst []byte, s T) []byte {
-	dst, _ = jsontext.AppendQuote(dst, s)
-	return dst
+	return jsonquote.Append(dst, s)
 }
