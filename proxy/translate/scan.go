@@ -335,8 +335,8 @@ func checkText(t []byte) int {
 	// so the lowest mark is exact. Sixteen bytes a turn, on a slice whose
 	// length the compiler knows, so the loads need no bounds checks; a
 	// multi-byte character is decoded where the marks say it starts, and
-	// the turns go on after it. Of the last fifteen bytes, eight plain ones
-	// go as a word, the others one at a time.
+	// the turns go on after it. The last fifteen bytes go as one or two
+	// words when plain, else one at a time.
 	i := 0
 	for {
 		rest := t[i:]
@@ -365,10 +365,20 @@ func checkText(t []byte) int {
 			i += n
 			continue
 		}
-		if len(rest) >= 8 {
-			if x := binary.LittleEndian.Uint64(rest); ((x-lows*0x20)|x)&highs == 0 {
-				i += 8
-			}
+		// Fewer than sixteen bytes are left: the words of t that cover
+		// them, read overlapping what went before, settle most at once.
+		var x, y uint64
+		switch {
+		case len(rest) > 8:
+			x, y = binary.LittleEndian.Uint64(rest), binary.LittleEndian.Uint64(rest[len(rest)-8:])
+		case len(t) >= 8:
+			x = binary.LittleEndian.Uint64(t[len(t)-8:])
+			y = x
+		default:
+			x, y = highs, highs
+		}
+		if ((x-lows*0x20)|x|(y-lows*0x20)|y)&highs == 0 {
+			return -1
 		}
 		for i < len(t) {
 			c := t[i]
