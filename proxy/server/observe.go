@@ -209,7 +209,17 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 		return
 	}
 	status, errType := rec.status, o.errorType
-	disconnect := r.Context().Err() != nil
+	disconnect, elapsed := r.Context().Err() != nil, time.Since(o.start)
+	// The answer goes out before it is counted: an answer of known length
+	// (a JSON one) still sits in net/http's buffer until the handler
+	// returns, and the observation's time would be added to the client's
+	// wait (issue 15). The bytes on the wire are the same: the length is
+	// declared, so nothing turns chunked. The outcome and the duration are
+	// read first: a client that has its answer may close at once, which
+	// is no disconnect.
+	if rec.status != 0 && rec.Header().Get("Content-Length") != "" {
+		rec.Flush()
+	}
 	switch {
 	case disconnect:
 		errType = metrics.ErrorClientDisconnect
@@ -238,7 +248,7 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 	}
 	s.metrics.Observe(&metrics.Request{
 		Endpoint: o.endpoint, Alias: alias, Backend: backend, Status: status, ErrorType: errType,
-		Duration: time.Since(o.start), FirstToken: o.firstToken, Usage: usage, Pings: o.pings, Disconnect: disconnect,
+		Duration: elapsed, FirstToken: o.firstToken, Usage: usage, Pings: o.pings, Disconnect: disconnect,
 	})
 	if o.trace != nil {
 		out := tracing.Outcome{Alias: rec.alias, Backend: o.backend, Status: status, ErrorType: errType,
