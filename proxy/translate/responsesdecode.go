@@ -17,7 +17,7 @@ import (
 func decodeResponses(body []byte, req *responses.Request) (canonical bool, err error) {
 	err = decodeWith(body, req, func(body []byte, req *responses.Request) bool {
 		var ok bool
-		ok, canonical = decodeResponsesScan(body, req)
+		ok, canonical = decodeResponsesFast(body, req)
 		return ok
 	})
 	return canonical, err
@@ -29,15 +29,9 @@ func decodeResponses(body []byte, req *responses.Request) (canonical bool, err e
 // body. It gives up, reporting false, on anything whose result it is not
 // sure matches jsonv2's exactly (null, a repeated member, an escaped member
 // name, a member of an unexpected kind): the caller then decodes with
-// jsonv2, which also words the error.
-func decodeResponsesFast(body []byte, req *responses.Request) bool {
-	ok, _ := decodeResponsesScan(body, req)
-	return ok
-}
-
-// decodeResponsesScan is decodeResponsesFast that also reports whether
-// the body is canonical as decodeResponses says.
-func decodeResponsesScan(body []byte, req *responses.Request) (ok, canonical bool) {
+// jsonv2, which also words the error. canonical is what decodeResponses
+// reports.
+func decodeResponsesFast(body []byte, req *responses.Request) (ok, canonical bool) {
 	d := fastDecoder{sc: scanner{b: body}}
 	if !d.responsesRequest(req) || d.sc.ws() != 0 || d.sc.i != len(d.sc.b) {
 		*req = responses.Request{}

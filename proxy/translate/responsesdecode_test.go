@@ -4,13 +4,17 @@ import (
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
 // checkResponsesFastDecode decodes body both ways: when the fast decoder
 // takes it, jsonv2 must take it too, with the same result.
 func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	return checkFast(t, body, decodeResponsesFast)
+	return checkFast(t, body, func(body []byte, req *responses.Request) bool {
+		ok, _ := decodeResponsesFast(body, req)
+		return ok
+	})
 }
 
 // responsesUsualShapes: the first samples, which the fast decoder takes.
