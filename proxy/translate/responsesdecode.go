@@ -78,7 +78,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return true, false
 			}
 			req.MaxOutputTokens = &n
-			return true, !d.sc.odd
+			return true, true
 		case "reasoning":
 			r := new(responses.Reasoning)
 			req.Reasoning = r

@@ -18,7 +18,7 @@ func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
 }
 
 // responsesUsualShapes: the first samples, which the fast decoder takes.
-const responsesUsualShapes = 7
+const responsesUsualShapes = 8
 
 var responsesDecodeSamples = []string{
 	`{"model":"m","input":"hi"}`,
@@ -28,6 +28,9 @@ var responsesDecodeSamples = []string{
 	`{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":false},{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},{"type":"namespace","name":"n","description":"ns","tools":[{"type":"function","name":"g"}]},{"type":"web_search","external_web_access":false}],"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":true,"max_output_tokens":100,"temperature":0.5,"top_p":1,"reasoning":{"effort":"high","summary":"auto"},"text":{"format":{"type":"json_schema","schema":{}},"verbosity":"low"},"previous_response_id":"","user":"u","store":false,"include":["x"],"prompt_cache_key":"k","client_metadata":{"a":"b"}}`,
 	`{"model":"m","input":5,"instructions":[1],"user":7,"temperature":"hot","tool_choice":"auto"}`,
 	`{"Model":"m","input":[{"role":"user","content":{"a":1},"output":true,"arguments":5,"input":[1],"Content":"y"}]}`,
+	// An escape jsonv2 writes otherwise (\/) before max_output_tokens: not
+	// canonical, but decoded as jsonv2 decodes it.
+	`{"model":"m","instructions":"a\/b","input":"x","max_output_tokens":5}`,
 	// Shapes the fast decoder leaves to jsonv2 (after the first
 	// responsesUsualShapes).
 	`{"model":"m","input":"x","model":"n"}`,
