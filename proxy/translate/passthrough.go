@@ -156,7 +156,7 @@ func passThroughTarget(top object, resolve Resolver) (target Target, stream bool
 	if target, err = resolveTarget(resolve, model); err != nil {
 		return Target{}, false, edit{}, err
 	}
-	q, _ := jsontext.AppendQuote(nil, target.BackendModel)
+	q := appendQuoted(nil, target.BackendModel)
 	return target, stream, edit{m.start, m.end, q}, nil
 }
 

@@ -245,7 +245,7 @@ func textOf(v []byte) (in []byte, ok bool) {
 
 // quoteInner escapes s as the inside of a JSON string.
 func quoteInner(s string) []byte {
-	q, _ := jsontext.AppendQuote(nil, s) // s came from a validated string
+	q := appendQuoted(nil, s) // s came from a validated string
 	return q[1 : len(q)-1]
 }
 

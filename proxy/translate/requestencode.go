@@ -61,7 +61,7 @@ func (b *builder) sizeTools(tools []messages.Tool) {
 // max_tokens fitOutput chose (b.maxTokens).
 func (b *builder) encode(req *messages.Request, w []byte) []byte {
 	w = append(w, `{"model":`...)
-	w, _ = jsontext.AppendQuote(w, b.target.BackendModel)
+	w = appendQuoted(w, b.target.BackendModel)
 	w = append(w, `,"messages":[`...)
 	for k := range b.msgs {
 		if k > 0 {
@@ -84,7 +84,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 		}
 		tools++
 		w = append(w, `{"type":"function","function":{"name":`...)
-		w, _ = jsontext.AppendQuote(w, t.Name)
+		w = appendQuoted(w, t.Name)
 		if t.Description.Kind() == '"' {
 			w = append(w, `,"description":`...)
 			w = append(w, t.Description...)
@@ -105,7 +105,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 				w = append(w, `,"tool_choice":"none"`...)
 			case "tool":
 				w = append(w, `,"tool_choice":{"type":"function","function":{"name":`...)
-				w, _ = jsontext.AppendQuote(w, tc.Name)
+				w = appendQuoted(w, tc.Name)
 				w = append(w, `}}`...)
 			}
 			if tc.DisableParallelToolUse {
@@ -134,7 +134,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 			if i > 0 {
 				w = append(w, ',')
 			}
-			w, _ = jsontext.AppendQuote(w, s)
+			w = appendQuoted(w, s)
 		}
 		w = append(w, ']')
 	}
@@ -193,11 +193,11 @@ func (m *chatMsg) append(w []byte) []byte {
 					w = append(w, ',')
 				}
 				w = append(w, `{"id":`...)
-				w, _ = jsontext.AppendQuote(w, c.id)
+				w = appendQuoted(w, c.id)
 				w = append(w, `,"type":"function","function":{"name":`...)
-				w, _ = jsontext.AppendQuote(w, c.name)
+				w = appendQuoted(w, c.name)
 				w = append(w, `,"arguments":`...)
-				w, _ = jsontext.AppendQuote(w, c.input)
+				w = appendQuoted(w, c.input)
 				w = append(w, `}}`...)
 			}
 			w = append(w, ']')
@@ -224,7 +224,7 @@ func (m *chatMsg) append(w []byte) []byte {
 	}
 	if m.role == "tool" {
 		w = append(w, `,"tool_call_id":`...)
-		w, _ = jsontext.AppendQuote(w, m.callID)
+		w = appendQuoted(w, m.callID)
 	}
 	return append(w, '}')
 }

@@ -170,7 +170,7 @@ func ToolInput(args string) jsontext.Value {
 			}
 		}
 	}
-	b, _ := jsontext.AppendQuote([]byte(`{"`+RawArgumentsKey+`":`), jsontext.Value(bytes.ToValidUTF8([]byte(args), []byte("\uFFFD"))))
+	b := appendQuoted([]byte(`{"`+RawArgumentsKey+`":`), jsontext.Value(bytes.ToValidUTF8([]byte(args), []byte("\uFFFD"))))
 	return append(b, '}')
 }
 
@@ -207,7 +207,7 @@ func ChatResponseModel(chatBody []byte, alias string) ([]byte, error) {
 // withModel returns a copy of the scanned object body (its model member
 // wanted) whose model is alias: in place of the body's, or first.
 func withModel(body []byte, top *object, alias string) []byte {
-	q, _ := jsontext.AppendQuote(nil, alias)
+	q := appendQuoted(nil, alias)
 	if m, ok := top.get("model"); ok {
 		return splice(body, []edit{{m.start, m.end, q}})
 	}
