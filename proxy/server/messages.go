@@ -182,7 +182,10 @@ func (s *Server) translatedRelay(w http.ResponseWriter, r *http.Request, x *exch
 		return
 	}
 	defer res.resp.Body.Close()
-	if !emit(st.Start(nil)) {
+	start := st.Start(bufpool.Get(outSize))
+	sent := emit(start)
+	bufpool.Put(start)
+	if !sent {
 		x.done(balance.Abandoned, nil) // the client is gone
 		return
 	}

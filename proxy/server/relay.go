@@ -142,9 +142,18 @@ func readResponse(resp *upstream.Response) ([]byte, error) {
 // low; a fast backend's burst takes a few more reads.
 var readBuffers = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
-// outSize is the room a relay's output buffer starts with: what a read of
-// readBuffers' size translates to, or a little more.
+// outSize is the least room of a relay's output buffer (outRoom).
 const outSize = 4 << 10
+
+// outRoom is the room of the output buffer for a read of n bytes: twice
+// the read. A read of Chat chunks becomes up to ~1.4 times its size in
+// Responses events (each delta names its item, its indexes and its
+// sequence number); with room for the read alone, a full read's events
+// outgrew the buffer, append reallocated it two or three times, and the
+// grown buffer went back to a larger class of bufpool, so the next read's
+// Get found its class empty and allocated again (translate's
+// BenchmarkResponsesStreamReads: 46 KB a stream of 4 KB reads, now 30).
+func outRoom(n int) int { return max(outSize, 2*n) }
 
 // relay copies a backend stream to the client through feed, flushing after
 // every read. It reads, translates, writes and flushes in the calling
@@ -186,7 +195,7 @@ func relay(w http.ResponseWriter, r *http.Request, body io.Reader, feed func(dst
 			// the stream's life, it was 4 KB more per open stream, most of
 			// whose time is spent waiting for the backend's next read.
 			var werr error
-			out, ferr := feed(bufpool.Get(outSize), buf[:n])
+			out, ferr := feed(bufpool.Get(outRoom(n)), buf[:n])
 			wrote := len(out) > 0
 			if wrote {
 				if _, werr = w.Write(out); werr == nil && flusher != nil {

@@ -73,6 +73,12 @@ func (d *Decoder) Feed(p []byte) error {
 		d.buf = d.buf[:n]
 		d.off = 0
 	}
+	if need := len(d.buf) + len(p); need > cap(d.buf) {
+		// 1 KB more than needed, for the part of an event a read of the
+		// same size leaves before the next: with append's growth, a
+		// stream of full 4 KB reads allocated 4 KB and then 5 KB.
+		d.buf = append(make([]byte, 0, need+1<<10), d.buf...)
+	}
 	d.buf = append(d.buf, p...)
 	return nil
 }

@@ -63,3 +63,29 @@ func BenchmarkResponsesStream(b *testing.B) {
 		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkResponsesStreamReads translates the same stream as the relay
+// does when the backend's chunks come faster than it reads: 4 KB reads,
+// each into a pooled buffer of twice its size (the server's outRoom),
+// the first events into one of 4 KB.
+func BenchmarkResponsesStreamReads(b *testing.B) {
+	var all []byte
+	for _, p := range stubStream() {
+		all = append(all, p...)
+	}
+	var reads [][]byte
+	for rest := all; len(rest) > 0; {
+		n := min(4<<10, len(rest))
+		reads, rest = append(reads, rest[:n]), rest[n:]
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		bufpool.Put(s.Start(bufpool.Get(4 << 10)))
+		for _, p := range reads {
+			out, _ := s.Feed(bufpool.Get(max(4<<10, 2*len(p))), p)
+			bufpool.Put(out)
+		}
+		bufpool.Put(s.Finish(bufpool.Get(4 << 10)))
+	}
+}

@@ -50,6 +50,7 @@ package translate
 // skip.
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,14 +105,15 @@ func (s *ResponsesStream) Start(dst []byte) []byte {
 	}
 	s.phase = phaseOpen
 	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress)
-	snap := r.AppendJSON(nil)
 	dst = s.head(dst, responses.EventCreated)
 	dst = append(dst, `,"response":`...)
-	dst = append(dst, snap...)
+	at := len(dst)
+	dst = r.AppendJSON(dst)
+	snap := len(dst) - at // the same snapshot in both events, written once
 	dst = s.tail(dst)
 	dst = s.head(dst, responses.EventInProgress)
 	dst = append(dst, `,"response":`...)
-	dst = append(dst, snap...)
+	dst = append(dst, dst[at:at+snap]...)
 	return s.tail(dst)
 }
 
@@ -328,6 +330,7 @@ func (s *ResponsesStream) end(dst []byte) []byte {
 		return dst
 	}
 	s.phase = phaseEnded
+	dst = slices.Grow(dst, s.endSize())
 	for s.next < len(s.lanes) {
 		dst = s.openNext(dst)
 	}
@@ -345,6 +348,19 @@ func (s *ResponsesStream) end(dst []byte) []byte {
 		name = responses.EventIncomplete
 	}
 	return s.lifecycle(dst, name, &r)
+}
+
+// endSize is about what end appends: every lane's content goes out up to
+// four times (its .done event, content_part.done or the arguments' delta,
+// output_item.done, and the response's output), each lane's events and
+// items take about 1 KB, and the response around them another 1 KB. Room
+// made for it at once spares the buffer several reallocations on the way.
+func (s *ResponsesStream) endSize() int {
+	n := 1 << 10
+	for i := range s.lanes {
+		n += 4*len(s.lanes[i].text) + 1<<10
+	}
+	return n
 }
 
 // snapshot is the response with its closed items.
