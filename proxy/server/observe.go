@@ -166,7 +166,9 @@ var (
 // whose delta has non-empty text, reasoning or a tool call (the first
 // chunk, with the role and an empty content, has none).
 func carriesToken(out []byte) bool {
-	if bytes.Contains(out, messagesDelta) || bytes.Contains(out, responsesDelta) || bytes.Contains(out, toolCalls) {
+	// The Responses name first: its search stops at each '.', where the
+	// others stop at each quote, and a Responses answer is all quotes.
+	if bytes.Contains(out, responsesDelta) || bytes.Contains(out, messagesDelta) || bytes.Contains(out, toolCalls) {
 		return true
 	}
 	for _, f := range textFields {
