@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
@@ -87,5 +88,29 @@ func BenchmarkResponsesStreamReads(b *testing.B) {
 			bufpool.Put(out)
 		}
 		bufpool.Put(s.Finish(bufpool.Get(4 << 10)))
+	}
+}
+
+// BenchmarkResponsesStreamReasoning translates a stream of long
+// reasoning (45 KB) and a short text, as the relay does (a pooled buffer
+// of twice each read): what end makes room for counts a closed lane's
+// content once, not four times.
+func BenchmarkResponsesStreamReasoning(b *testing.B) {
+	chunk := func(delta, finish string) []byte {
+		return []byte(`data: {"choices":[{"delta":` + delta + `,"finish_reason":` + finish + `,"index":0}],"created":0,"id":"chatcmpl-stub","model":"m","object":"chat.completion.chunk"}` + "\n\n")
+	}
+	reads := [][]byte{
+		chunk(`{"reasoning_content":"`+strings.Repeat("thinking ", 5000)+`"}`, "null"),
+		chunk(`{"content":"hello"}`, "null"),
+		chunk(`{}`, `"stop"`),
+		[]byte("data: [DONE]\n\n"),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		for _, p := range reads {
+			out, _ := s.Feed(bufpool.Get(max(4<<10, 2*len(p))), p)
+			bufpool.Put(out)
+		}
 	}
 }

@@ -350,15 +350,21 @@ func (s *ResponsesStream) end(dst []byte) []byte {
 	return s.lifecycle(dst, name, &r)
 }
 
-// endSize is about what end appends: every lane's content goes out up to
-// four times (its .done event, content_part.done or the arguments' delta,
-// output_item.done, and the response's output), each lane's events and
-// items take about 1 KB, and the response around them another 1 KB. Room
+// endSize is about what end appends: the content of a lane not yet
+// closed goes out up to four times (its .done event, content_part.done or
+// the arguments' delta, output_item.done, and the response's output), a
+// closed lane's once (the response's output); each lane's events and
+// item take about 1 KB, and the response around them another 1 KB. Room
 // made for it at once spares the buffer several reallocations on the way.
 func (s *ResponsesStream) endSize() int {
 	n := 1 << 10
 	for i := range s.lanes {
-		n += 4*len(s.lanes[i].text) + 1<<10
+		l := &s.lanes[i]
+		if l.state == laneClosed {
+			n += len(l.text) + 1<<9
+		} else {
+			n += 4*len(l.text) + 1<<10
+		}
 	}
 	return n
 }
