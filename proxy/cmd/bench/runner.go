@@ -14,6 +14,7 @@ type runner struct {
 	st       settings
 	dir      string
 	self     string
+	floorBin string // a copy of self that the floor runs from (privateCopy)
 	proxyBin string
 	stubBin  string
 	gen      *loadGen
@@ -64,7 +65,7 @@ func (r *runner) chain(suffix string, stubArgs ...string) (stub, fl, dm *proc, e
 }
 
 func (r *runner) floor(name string, backend *proc) (*proc, error) {
-	return r.launch(name, nil, r.self, "floor", "--port", "PORT", "--backend", backend.url)
+	return r.launch(name, nil, r.floorBin, "floor", "--port", "PORT", "--backend", backend.url)
 }
 
 func (r *runner) dragoman(name string, backend *proc, level string, extra ...string) (*proc, error) {
@@ -164,7 +165,7 @@ func (r *runner) all() (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	flBuf, err := r.launch("floor-buffered", nil, r.self, "floor", "--buffer", "--port", "PORT", "--backend", stub.url)
+	flBuf, err := r.launch("floor-buffered", nil, r.floorBin, "floor", "--buffer", "--port", "PORT", "--backend", stub.url)
 	if err != nil {
 		return nil, err
 	}
