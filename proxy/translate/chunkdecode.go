@@ -71,22 +71,30 @@ func (d *fastDecoder) chunkChoices(dst *[]chat.ChunkChoice) bool {
 		*dst = append(*dst, chat.ChunkChoice{})
 		ch := &(*dst)[len(*dst)-1]
 		return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
-			switch string(name) {
-			case "index":
-				return true, seen(mask, 0) && d.nullInt(&ch.Index, k)
-			case "delta":
+			if string(name) == "delta" {
 				if read, ok := d.present(mask, 1, k); !read {
 					return true, ok
 				}
 				return true, d.delta(&ch.Delta)
-			case "finish_reason":
-				return true, seen(mask, 2) && d.nullStrAs(&ch.FinishReason, k, "stop")
-			case "stop_reason":
-				return true, d.rawMember(&ch.StopReason, mask, 3)
 			}
-			return false, false
+			return d.choiceMember(name, k, mask, &ch.Index, &ch.FinishReason, &ch.StopReason)
 		})
 	})
+}
+
+// choiceMember reads the members a choice and a chunk's choice share
+// (mask bits 0, 2 and 3; the message or delta, bit 1, is the caller's):
+// known is false for another name.
+func (d *fastDecoder) choiceMember(name []byte, k byte, mask *uint32, index *int, finishReason *string, stopReason *jsontext.Value) (known, ok bool) {
+	switch string(name) {
+	case "index":
+		return true, seen(mask, 0) && d.nullInt(index, k)
+	case "finish_reason":
+		return true, seen(mask, 2) && d.nullStrAs(finishReason, k, "stop")
+	case "stop_reason":
+		return true, d.rawMember(stopReason, mask, 3)
+	}
+	return false, false
 }
 
 func (d *fastDecoder) delta(dl *chat.Delta) bool {
@@ -245,20 +253,13 @@ func (d *fastDecoder) chatResponse(r *chat.Response) bool {
 
 func (d *fastDecoder) chatChoice(ch *chat.Choice) bool {
 	return d.objectNulls(true, func(name []byte, k byte, mask *uint32) (bool, bool) {
-		switch string(name) {
-		case "index":
-			return true, seen(mask, 0) && d.nullInt(&ch.Index, k)
-		case "message":
+		if string(name) == "message" {
 			if read, ok := d.present(mask, 1, k); !read {
 				return true, ok
 			}
 			return true, d.chatMessage(&ch.Message)
-		case "finish_reason":
-			return true, seen(mask, 2) && d.nullStrAs(&ch.FinishReason, k, "stop")
-		case "stop_reason":
-			return true, d.rawMember(&ch.StopReason, mask, 3)
 		}
-		return false, false
+		return d.choiceMember(name, k, mask, &ch.Index, &ch.FinishReason, &ch.StopReason)
 	})
 }
 
