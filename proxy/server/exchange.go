@@ -284,6 +284,7 @@ func (x *exchange) call() upstream.Call {
 		StreamTimeout: r.StreamTimeout,
 		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
+		Sent:          x.sent(),
 	}
 	if x.fwd != nil {
 		x.forwardCall(&c)

@@ -431,6 +431,25 @@ func TestNativeChatSDK(t *testing.T) {
 	}
 }
 
+// abandonedBackend is a backend that answers a request holding "valid
+// text" with answer (JSON), and any other only when it is cancelled, which
+// it then reports on cancelled.
+func abandonedBackend(t *testing.T, answer string) (backend *httptest.Server, cancelled chan struct{}) {
+	cancelled = make(chan struct{}, 16)
+	backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte("valid text")) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(answer))
+			return
+		}
+		<-r.Context().Done()
+		cancelled <- struct{}{}
+	}))
+	t.Cleanup(backend.Close)
+	return backend, cancelled
+}
+
 // TestNativeMalformedBodyAbandoned: a body that only the validation finds
 // malformed (the pass-through sends a body before it has validated it:
 // MessagesToMessagesDeferred) gets the 400 the translation words, in the
@@ -440,18 +459,7 @@ func TestNativeChatSDK(t *testing.T) {
 // millisecond here) would commit it if they did not wait for the body's
 // verdict. A valid body through the same backend is answered.
 func TestNativeMalformedBodyAbandoned(t *testing.T) {
-	cancelled := make(chan struct{}, 8)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if bytes.Contains(b, []byte("valid text")) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"qwen3-coder","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`))
-			return
-		}
-		<-r.Context().Done()
-		cancelled <- struct{}{}
-	}))
-	t.Cleanup(backend.Close)
+	backend, cancelled := abandonedBackend(t, `{"id":"msg_1","type":"message","role":"assistant","model":"qwen3-coder","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
 	h := newNativeHarness(t, harnessOptions{backendURL: backend.URL + "/v1", ping: time.Millisecond})
 	for _, body := range []string{
 		"{\"model\":\"local-model\",\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"a control \x01 character\"}]}",

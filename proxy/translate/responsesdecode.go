@@ -17,7 +17,7 @@ import (
 func decodeResponses(body []byte, req *responses.Request) (canonical bool, err error) {
 	err = decodeWith(body, req, func(body []byte, req *responses.Request) bool {
 		var ok bool
-		ok, canonical = decodeResponsesFast(body, req)
+		ok, canonical = decodeResponsesFast(body, req, false)
 		return ok
 	})
 	return canonical, err
@@ -30,9 +30,10 @@ func decodeResponses(body []byte, req *responses.Request) (canonical bool, err e
 // sure matches jsonv2's exactly (null, a repeated member, an escaped member
 // name, a member of an unexpected kind): the caller then decodes with
 // jsonv2, which also words the error. canonical is what decodeResponses
-// reports.
-func decodeResponsesFast(body []byte, req *responses.Request) (ok, canonical bool) {
-	d := fastDecoder{sc: scanner{b: body}}
+// reports. With trustText, the text of strings is left unchecked
+// (scanner.trustText): a body with a bad one may be taken.
+func decodeResponsesFast(body []byte, req *responses.Request, trustText bool) (ok, canonical bool) {
+	d := fastDecoder{sc: scanner{b: body, trustText: trustText}}
 	if !d.responsesRequest(req) || d.sc.ws() != 0 || d.sc.i != len(d.sc.b) {
 		*req = responses.Request{}
 		return false, false

@@ -12,7 +12,7 @@ import (
 func checkResponsesFastDecode(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
 	return checkFast(t, body, func(body []byte, req *responses.Request) bool {
-		ok, _ := decodeResponsesFast(body, req)
+		ok, _ := decodeResponsesFast(body, req, false)
 		return ok
 	})
 }

@@ -26,6 +26,11 @@ type scanner struct {
 	// a \u that canonicalEscape refuses): a body without one has all its
 	// strings in canonical form (canonical.go).
 	odd bool
+	// trustText has str leave the text of strings unchecked (control
+	// characters, UTF-8): their ends and escapes are read and checked as
+	// ever. For a caller that validates the text apart
+	// (ResponsesToChatDeferred); no other scanner sets it.
+	trustText bool
 }
 
 // maxDepth is jsontext's limit on nesting.
@@ -296,8 +301,10 @@ func (s *scanner) str() error {
 		if bs >= 0 {
 			seg = seg[:bs]
 		}
-		if k := checkText(seg); k >= 0 {
-			return s.textError(j + k)
+		if !s.trustText {
+			if k := checkText(seg); k >= 0 {
+				return s.textError(j + k)
+			}
 		}
 		if bs < 0 {
 			s.i = q + 1
