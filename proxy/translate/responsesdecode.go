@@ -67,7 +67,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 		case "user":
 			return true, d.rawMember(&req.User, mask, 6)
 		case "tools":
-			return true, seen(mask, 7) && k == '[' && d.responsesTools(&req.Tools, 16)
+			return true, seen(mask, 7) && k == '[' && d.requestTools(&req.Tools)
 		case "stream":
 			return true, seen(mask, 8) && d.boolean(&req.Stream, k)
 		case "parallel_tool_calls":

@@ -12,11 +12,21 @@ import (
 // checkDeferred: ResponsesToChatDeferred, followed by its Check when it
 // has one, gives what ResponsesToChat gives for body: the same request
 // (body byte for byte, target, stream flag, estimate) and call, or an
-// error with the same message. deferred reports that the body went the
-// deferred way (a Check came with it), failed whether either way refused it.
+// error with the same message; twice, the second time with the body's
+// tools list (if the first decoded one) found in recentTools. deferred
+// reports that the body went the deferred way (a Check came with it),
+// failed whether either way refused it.
 func checkDeferred(t *testing.T, body []byte, tgt Target) (deferred, failed bool) {
 	t.Helper()
 	want, wantCall, wantErr := ResponsesToChat(body, resolverFor(tgt))
+	for range 2 {
+		deferred = checkDeferredOnce(t, body, tgt, want, wantCall, wantErr)
+	}
+	return deferred, wantErr != nil
+}
+
+func checkDeferredOnce(t *testing.T, body []byte, tgt Target, want BackendRequest, wantCall *ResponsesCall, wantErr error) (deferred bool) {
+	t.Helper()
 	got, gotCall, err := ResponsesToChatDeferred(body, resolverFor(tgt))
 	check := got.Check
 	if check != nil {
@@ -38,7 +48,7 @@ func checkDeferred(t *testing.T, body []byte, tgt Target) (deferred, failed bool
 	case !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotCall, wantCall):
 		t.Fatalf("%q: deferred (Check %v) gives %+v %+v, ResponsesToChat %+v %+v", body, check != nil, got, gotCall, want, wantCall)
 	}
-	return check != nil, wantErr != nil
+	return check != nil
 }
 
 // badText are byte sequences that string text must not hold: invalid
@@ -194,4 +204,33 @@ func FuzzResponsesToChatDeferred(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		checkDeferred(t, body, Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut})
 	})
+}
+
+// TestRecentTools: a request's tools list is kept once decoded, and a
+// request with the same list (another turn of the session) takes it
+// without decoding it, with the translation ResponsesToChat gives; a list
+// of other bytes is not taken for it. A list that sets the odd flag (an
+// escape jsonv2 writes otherwise, a schema with a space) keeps that.
+func TestRecentTools(t *testing.T) {
+	tgt := deferredTargets[0]
+	turns := [][]byte{codexBody(t, "01-text-turn.json"), codexBody(t, "03-shell-result-turn.json"), codexBody(t, "05-apply-patch-result-turn.json")}
+	odd := `{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"a\/b","parameters":{"type": "object"}}]}`
+	for _, body := range append(turns, []byte(odd)) {
+		if _, failed := checkDeferred(t, body, tgt); failed {
+			t.Fatalf("%.80q: refused", body)
+		}
+		start := bytes.Index(body, []byte(`"tools":[`)) + len(`"tools":`)
+		e := cachedTools(body[start:])
+		if e == nil {
+			t.Fatalf("%.80q: its tools list is not kept", body)
+		}
+		if e.canonical == (string(body) == odd) {
+			t.Errorf("%.80q: kept with canonical %v", body, e.canonical)
+		}
+		other := bytes.Clone(body[start:])
+		other[len(e.raw)-3]++ // within the list's last bytes
+		if cachedTools(other) == e {
+			t.Errorf("%.80q: a list of other bytes is taken for it", body)
+		}
+	}
 }
