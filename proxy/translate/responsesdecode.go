@@ -51,7 +51,7 @@ func (d *fastDecoder) responsesRequest(req *responses.Request) bool {
 				return true, false
 			}
 			if k == '[' {
-				return true, list(d, &req.Input.Items, 8, d.responsesItem)
+				return true, list(d, &req.Input.Items, 8, d.requestItem)
 			}
 			v, ok := d.raw()
 			req.Input.Text = v

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
 // checkDeferred: ResponsesToChatDeferred, followed by its Check when it
@@ -206,21 +209,26 @@ func FuzzResponsesToChatDeferred(f *testing.F) {
 	})
 }
 
-// TestRecentTools: a request's tools list is kept once decoded, and a
+// TestRecentToolsAndPrompts: a request's tools list is kept once decoded, and a
 // request with the same list (another turn of the session) takes it
 // without decoding it, with the translation ResponsesToChat gives; a list
 // of other bytes is not taken for it. A list that sets the odd flag (an
 // escape jsonv2 writes otherwise, a schema with a space) keeps that.
-func TestRecentTools(t *testing.T) {
+// Codex's developer messages (its system prompt) are kept as well; a user
+// message, or a small one, is not.
+func TestRecentToolsAndPrompts(t *testing.T) {
 	tgt := deferredTargets[0]
 	turns := [][]byte{codexBody(t, "01-text-turn.json"), codexBody(t, "03-shell-result-turn.json"), codexBody(t, "05-apply-patch-result-turn.json")}
-	odd := `{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"a\/b","parameters":{"type": "object"}}]}`
+	odd := `{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"a\\/b","parameters":{"type": "object"}}]}`
 	for _, body := range append(turns, []byte(odd)) {
 		if _, failed := checkDeferred(t, body, tgt); failed {
 			t.Fatalf("%.80q: refused", body)
 		}
+		if string(body) != odd {
+			checkKeptPrompts(t, body)
+		}
 		start := bytes.Index(body, []byte(`"tools":[`)) + len(`"tools":`)
-		e := cachedTools(body[start:])
+		e := recentTools.find(body[start:])
 		if e == nil {
 			t.Fatalf("%.80q: its tools list is not kept", body)
 		}
@@ -229,8 +237,40 @@ func TestRecentTools(t *testing.T) {
 		}
 		other := bytes.Clone(body[start:])
 		other[len(e.raw)-3]++ // within the list's last bytes
-		if cachedTools(other) == e {
+		if recentTools.find(other) == e {
 			t.Errorf("%.80q: a list of other bytes is taken for it", body)
 		}
+	}
+}
+
+// checkKeptPrompts: the developer messages of a Codex request that was
+// just translated are kept, its user messages and small ones not.
+func checkKeptPrompts(t *testing.T, body []byte) {
+	t.Helper()
+	var req responses.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	items := 0
+	for at := bytes.Index(body, []byte(`{"type":"message"`)); at >= 0; {
+		e := recentPrompts.find(body[at:])
+		it := req.Input.Items[items]
+		sc := scanner{b: body, i: at}
+		raw, err := sc.value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := it.Role == "developer" && len(raw) >= minKeptPrompt; (e != nil) != want || e != nil && e.v.Role != it.Role {
+			t.Errorf("%.200q: item %d (%s): kept %v", body[at:], items, it.Role, e != nil)
+		}
+		items++
+		next := bytes.Index(body[at+1:], []byte(`{"type":"message"`))
+		if next < 0 {
+			break
+		}
+		at += 1 + next
+	}
+	if items < 3 {
+		t.Fatalf("%d messages found", items)
 	}
 }
