@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -272,5 +273,46 @@ func checkKeptPrompts(t *testing.T, body []byte) {
 	}
 	if items < 3 {
 		t.Fatalf("%d messages found", items)
+	}
+}
+
+// TestRecentConcurrent: requests translated at once, which keep and take
+// the same tools lists and prompts, each get ResponsesToChat's request
+// (and, under -race, share nothing unguarded).
+func TestRecentConcurrent(t *testing.T) {
+	tgt := deferredTargets[0]
+	var bodies, want [][]byte
+	for _, name := range fixtures.CodexRequests() {
+		body := codexBody(t, name)
+		br, _, err := ResponsesToChat(body, resolverFor(tgt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies, want = append(bodies, body), append(want, br.Body)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for n := range 20 {
+				i := (g + n) % len(bodies)
+				br, _, err := ResponsesToChatDeferred(bodies[i], resolverFor(tgt))
+				if err == nil {
+					err = br.Check()
+				}
+				if err == nil && !bytes.Equal(br.Body, want[i]) {
+					err = fmt.Errorf("%d: %s", i, br.Body)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
