@@ -134,8 +134,8 @@ type chatLanes struct {
 	err         error // a stream error read returned; read keeps returning it
 
 	dec   sse.Decoder
-	chunk chat.Chunk  // reused by every chunk
-	fd    fastDecoder // decodes them
+	chunk chat.Chunk   // reused by every chunk
+	cd    chunkDecoder // decodes them
 
 	lanes []lane
 	next  int // the next lane to open; lanes[next:] wait
@@ -250,7 +250,7 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		c.backendDone = true
 		return w.end(dst), nil
 	}
-	if err := decodeChunk(&c.fd, data, &c.chunk); err != nil {
+	if err := c.cd.decode(data, &c.chunk); err != nil {
 		if bytes.IndexByte(data, '\n') >= 0 {
 			// Some servers forget the blank line between events, so one
 			// event holds several data lines: read them one by one.

@@ -6,6 +6,10 @@ package translate
 // translator costs per event.
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -17,22 +21,264 @@ import (
 // in turn; before, such a chunk was dropped as not a chunk).
 var chunkDecodeOptions = json.JoinOptions(chunkOptions, jsontext.AllowDuplicateNames(true))
 
-// decodeChunk decodes one chunk's data into ck with d (reused from chunk
-// to chunk, as ck and its Choices' array are). The result is jsonv2's with
-// chunkDecodeOptions: the scanner decodes the usual shape, and gives up on
-// anything whose result it is not sure matches (an error object, a
+// chunkDecoder decodes the chunks of one stream, one after another, into
+// one chat.Chunk it is given each time (the caller's, reused from chunk to
+// chunk, as its Choices' array is).
+//
+// In a stream of text, a chunk differs from the one before it only in the
+// text its delta carries: the decoder keeps a copy of the last chunk the
+// quick path read (memo) and where its delta's text string stands. A
+// chunk whose bytes before and after that string are memo's, and which
+// has one whole JSON string in its place, decodes to the chunk before
+// with that string's text: only the string is read. JSON's grammar makes
+// it so: the same bytes before it read the same way; the string ends
+// where the scanner says; the same bytes after it then read as they did.
+type chunkDecoder struct {
+	fastDecoder
+	// The delta text the quick path read last (of choice 0, the only
+	// one): the string data[textAt:textEnd], for field textField (0: none).
+	textAt, textEnd int
+	textField       deltaField
+
+	memo           []byte // the chunk last decoded, if it was memo's kind; else empty
+	memoAt, memoTo int    // memo[memoAt:memoTo] is its text string
+	memoField      deltaField
+}
+
+// deltaField names a text member of a chunk's delta.
+type deltaField uint8
+
+const (
+	noText deltaField = iota
+	textContent
+	textReasoningContent
+	textReasoning
+	textRefusal
+)
+
+// deltaText returns the field of dl that f names.
+func deltaText(dl *chat.Delta, f deltaField) *string {
+	switch f {
+	case textContent:
+		return &dl.Content
+	case textReasoningContent:
+		return &dl.ReasoningContent
+	case textReasoning:
+		return &dl.Reasoning
+	}
+	return &dl.Refusal
+}
+
+// decode decodes one chunk's data into ck, which holds the chunk decode
+// decoded before, unchanged (or a zero chunk). The result is jsonv2's
+// with chunkDecodeOptions: the scanner decodes the usual shape, and gives
+// up on anything whose result it is not sure matches (an error object, a
 // repeated member, an escaped member name, a member of an unexpected kind,
 // text that is not valid UTF-8); jsonv2 then decodes it, and its error is
 // returned.
-func decodeChunk(d *fastDecoder, data []byte, ck *chat.Chunk) error {
+func (cd *chunkDecoder) decode(data []byte, ck *chat.Chunk) error {
+	if cd.again(data, ck) {
+		return nil
+	}
+	cd.memo = cd.memo[:0]
 	choices, id, model := ck.Choices[:0], ck.ID, ck.Model
 	*ck = chat.Chunk{Choices: choices}
-	*d = fastDecoder{sc: scanner{b: data}}
-	if d.chunk(ck, id, model) && d.sc.ws() == 0 && d.sc.i == len(data) {
+	cd.fastDecoder = fastDecoder{sc: scanner{b: data}}
+	cd.textField = noText
+	if cd.quickChunk(ck, id, model) && cd.sc.ws() == 0 && cd.sc.i == len(data) {
+		if cd.textField != noText && len(ck.Choices) == 1 && ck.Choices[0].StopReason == nil {
+			// (A stop_reason's raw value would be memo's, not data's.)
+			cd.memo = append(cd.memo, data...)
+			cd.memoAt, cd.memoTo, cd.memoField = cd.textAt, cd.textEnd, cd.textField
+		}
+		return nil
+	}
+	*ck = chat.Chunk{Choices: choices}
+	cd.fastDecoder = fastDecoder{sc: scanner{b: data}}
+	if cd.chunk(ck, id, model) && cd.sc.ws() == 0 && cd.sc.i == len(data) {
 		return nil
 	}
 	*ck = chat.Chunk{Choices: choices}
 	return json.Unmarshal(data, ck, chunkDecodeOptions)
+}
+
+// again decodes data into ck, memo's chunk, when data is memo with
+// another text string (one whole JSON string, read as the quick path
+// reads it): it sets that text and reports true; else it changes nothing.
+func (cd *chunkDecoder) again(data []byte, ck *chat.Chunk) bool {
+	m := cd.memo
+	if len(m) == 0 || len(data) < len(m)-(cd.memoTo-cd.memoAt)+2 || data[cd.memoAt] != '"' || !bytes.Equal(data[:cd.memoAt], m[:cd.memoAt]) {
+		return false
+	}
+	cd.fastDecoder = fastDecoder{sc: scanner{b: data, i: cd.memoAt}}
+	var text string
+	if !cd.str(&text) || !bytes.Equal(data[cd.sc.i:], m[cd.memoTo:]) {
+		return false
+	}
+	*deltaText(&ck.Choices[0].Delta, cd.memoField) = text
+	return true
+}
+
+// quickChunk reads the chunk of a text or reasoning stream, nearly every
+// chunk of one, as chunk does, to the same result: one loop per object
+// and no callbacks, where chunk's members go through three closures each,
+// which made up most of a stream translator's CPU per chunk. It gives up
+// (false) on what it leaves to chunk: a tool call, a usage object, an
+// error, a member name that is not plain ASCII; the caller then decodes
+// the chunk again from its start.
+func (d *chunkDecoder) quickChunk(ck *chat.Chunk, id, model string) bool {
+	var mask uint32
+	more, ok := d.quickOpen()
+	for ; more && ok; more, ok = d.quickNext() {
+		name, k, named := d.quickName()
+		if !named {
+			return false
+		}
+		var good bool
+		switch string(name) {
+		case "id":
+			good = seen(&mask, 0) && d.nullStrAs(&ck.ID, k, id)
+		case "model":
+			good = seen(&mask, 1) && d.nullStrAs(&ck.Model, k, model)
+		case "choices":
+			good = seen(&mask, 2) && (k == 'n' && d.skip() || k == '[' && d.quickChoices(&ck.Choices))
+		case "usage":
+			good = seen(&mask, 3) && k == 'n' && d.skip()
+		case "error":
+			return false
+		default:
+			good = d.skip()
+		}
+		if !good {
+			return false
+		}
+	}
+	return ok
+}
+
+// quickChoices appends the choices of the array at the scanner (its '['
+// next) to *dst, as chunkChoices does.
+func (d *chunkDecoder) quickChoices(dst *[]chat.ChunkChoice) bool {
+	done, err := d.sc.open(']')
+	for !done && err == nil {
+		*dst = append(*dst, chat.ChunkChoice{})
+		if !d.quickChoice(&(*dst)[len(*dst)-1]) {
+			return false
+		}
+		done, err = d.sc.next(']', "array element")
+	}
+	return err == nil
+}
+
+func (d *chunkDecoder) quickChoice(ch *chat.ChunkChoice) bool {
+	var mask uint32
+	more, ok := d.quickOpen()
+	for ; more && ok; more, ok = d.quickNext() {
+		name, k, named := d.quickName()
+		if !named {
+			return false
+		}
+		var good bool
+		if string(name) == "delta" {
+			good = seen(&mask, 1) && (k == 'n' && d.skip() || k != 'n' && d.quickDelta(&ch.Delta))
+		} else if known, kok := d.choiceMember(name, k, &mask, &ch.Index, &ch.FinishReason, &ch.StopReason); known {
+			good = kok
+		} else {
+			good = d.skip()
+		}
+		if !good {
+			return false
+		}
+	}
+	return ok
+}
+
+func (d *chunkDecoder) quickDelta(dl *chat.Delta) bool {
+	var mask uint32
+	more, ok := d.quickOpen()
+	for ; more && ok; more, ok = d.quickNext() {
+		name, k, named := d.quickName()
+		if !named {
+			return false
+		}
+		var good bool
+		at := d.sc.i
+		var field deltaField
+		switch string(name) {
+		case "content":
+			good, field = seen(&mask, 1) && d.nullStr(&dl.Content, k), textContent
+		case "tool_calls":
+			good = seen(&mask, 5) && k == 'n' && d.skip()
+		default:
+			if known, kok := d.assistantMember(name, k, &mask, &dl.Role, &dl.ReasoningContent, &dl.Reasoning, &dl.Refusal); known {
+				good = kok
+			} else {
+				good = d.skip()
+			}
+			switch string(name) {
+			case "reasoning_content":
+				field = textReasoningContent
+			case "reasoning":
+				field = textReasoning
+			case "refusal":
+				field = textRefusal
+			}
+		}
+		if !good {
+			return false
+		}
+		if field != noText && k == '"' {
+			d.textAt, d.textEnd, d.textField = at, d.sc.i, field
+		}
+	}
+	return ok
+}
+
+// quickOpen enters the object at the scanner: more is false when it is
+// empty (then closed), ok false when no object is there.
+func (d *fastDecoder) quickOpen() (more, ok bool) {
+	if d.sc.ws() != '{' {
+		return false, false
+	}
+	empty, err := d.sc.open('}')
+	return !empty, err == nil
+}
+
+// quickNext reads what follows an object's member: more when a ',' comes,
+// not when the object closes; ok is false for anything else.
+func (d *fastDecoder) quickNext() (more, ok bool) {
+	done, err := d.sc.next('}', "object member")
+	return !done, err == nil
+}
+
+// quickName reads a member's name, plain ASCII, and the ':' after it, and
+// returns the kind of its value (its first byte). The name is found eight
+// bytes a turn (special), as scanner.str finds a short string's end.
+func (d *fastDecoder) quickName() (name []byte, k byte, ok bool) {
+	s := &d.sc
+	if s.ws() != '"' {
+		return nil, 0, false
+	}
+	b, start := s.b, s.i+1
+	j := start
+	for ; len(b)-j >= 8; j += 8 {
+		if m := special(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) / 8
+			break
+		}
+	}
+	for j < len(b) && b[j] >= 0x20 && b[j] < 0x80 && b[j] != '"' && b[j] != '\\' {
+		j++
+	}
+	if j >= len(b) || b[j] != '"' {
+		return nil, 0, false
+	}
+	s.i = j + 1
+	if s.ws() != ':' {
+		return nil, 0, false
+	}
+	s.i++
+	return b[start:j], s.ws(), true
 }
 
 // A member whose value is null is left zero, as jsonv2 leaves it.
@@ -193,10 +439,16 @@ func (d *fastDecoder) nullStrAs(dst *string, k byte, usual string) bool {
 	return d.nullStr(dst, k)
 }
 
-// nullInt reads an integer, or null (leaving *dst as it is).
+// nullInt reads an integer, or null (leaving *dst as it is). A single
+// digit, a choice's index, is read at once.
 func (d *fastDecoder) nullInt(dst *int, k byte) bool {
 	if k == 'n' {
 		return d.skip()
+	}
+	if b, i := d.sc.b, d.sc.i; k >= '0' && k <= '9' && i+1 < len(b) && !numberGoesOn(b[i+1]) {
+		*dst = int(k - '0')
+		d.sc.i++
+		return true
 	}
 	var n int64
 	if !d.integer(&n) || int64(int(n)) != n {
@@ -205,6 +457,10 @@ func (d *fastDecoder) nullInt(dst *int, k byte) bool {
 	*dst = int(n)
 	return true
 }
+
+// numberGoesOn reports whether c, after a number's first digit, is more
+// of the number (or makes it malformed: "01").
+func numberGoesOn(c byte) bool { return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' }
 
 // decodeChatResponse decodes a backend's non-stream Chat answer into resp
 // (zero): the result is jsonv2's with decodeOpts. The scanner decodes the

@@ -3,6 +3,8 @@ package translate
 import (
 	"bytes"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -23,18 +25,139 @@ func checkChunkDecode(t *testing.T, data []byte) (fast bool) {
 	got := chat.Chunk{ID: "old", Choices: []chat.ChunkChoice{{Index: 3, FinishReason: "stop", Delta: chat.Delta{Content: "old", ToolCalls: make([]chat.ToolCallDelta, 1)}}}}
 	// Twice: the second time the strings of the chunk before are there to
 	// be kept.
-	d := new(fastDecoder)
+	d := new(chunkDecoder)
 	for range 2 {
-		gerr := decodeChunk(d, data, &got)
+		gerr := d.decode(data, &got)
 		compareChunk(t, data, got, gerr, want, werr)
 	}
-	d = &fastDecoder{sc: scanner{b: data}}
+	fd := &fastDecoder{sc: scanner{b: data}}
 	var ck chat.Chunk
-	fast = d.chunk(&ck, "", "") && d.sc.ws() == 0 && d.sc.i == len(data)
+	fast = fd.chunk(&ck, "", "") && fd.sc.ws() == 0 && fd.sc.i == len(data)
 	if fast && werr != nil {
 		t.Fatalf("%q: the scanner took a chunk jsonv2 refuses (%v)", data, werr)
 	}
+	// The quick path takes only what the scanner's chunk takes, to the
+	// same chunk.
+	cd := &chunkDecoder{fastDecoder: fastDecoder{sc: scanner{b: data}}}
+	var quick chat.Chunk
+	if cd.quickChunk(&quick, "", "") && cd.sc.ws() == 0 && cd.sc.i == len(data) {
+		if !fast {
+			t.Fatalf("%q: the quick path took a chunk the scanner's chunk leaves to jsonv2", data)
+		}
+		compareChunk(t, data, quick, nil, ck, nil)
+	}
 	return fast
+}
+
+// checkChunkAgain decodes a, then b with the same decoder and chunk, as a
+// stream's chunks are decoded: b as jsonv2 decodes it, whatever came
+// before. It reports whether b was decoded as a's chunk again (only its
+// text read).
+func checkChunkAgain(t *testing.T, a, b []byte) (again bool) {
+	t.Helper()
+	var want chat.Chunk
+	werr := json.Unmarshal(b, &want, chunkDecodeOptions)
+	var got chat.Chunk
+	d := new(chunkDecoder)
+	_ = d.decode(a, &got)
+	// decode's first step, then the rest of decode if it did not take b.
+	again = d.again(b, &got)
+	var gerr error
+	if !again {
+		gerr = d.decode(b, &got)
+	}
+	compareChunk(t, b, got, gerr, want, werr)
+	return again
+}
+
+// textSwapped is data with its delta text string (where the quick path
+// found it) replaced by text; ok is false when data has none.
+func textSwapped(data []byte, text string) (b []byte, ok bool) {
+	d := new(chunkDecoder)
+	var ck chat.Chunk
+	if d.decode(data, &ck) != nil || len(d.memo) == 0 {
+		return nil, false
+	}
+	return slices.Concat(data[:d.memoAt], []byte(text), data[d.memoTo:]), true
+}
+
+// chunkTexts replace a chunk's delta text: strings (with escapes,
+// multi-byte characters), and what is not one string, or more than one,
+// or a string then other members.
+var chunkTexts = []string{
+	`""`, `"x"`, `"word7 "`, `"a\nb \"q\" \u00e9 \ud83d\ude00 é"`, `"é"`, `"\u0000"`, `"` + strings.Repeat("long text ", 40) + `"`,
+	`null`, `1`, `"a" `, ` "a"`, `"a","content":"b"`, `"a","x":"`, `"a"}],"usage":{"total_tokens":1},"x":[{"y":"`,
+	`"unterminated`, `"bad \x escape"`, "\"ctl \x01\"", "\"\xff\"", `"a""b"`, `"\"`, ``,
+}
+
+// TestChunkDecodeAgain: consecutive chunks of the fixtures, and chunks
+// whose text is replaced (by strings, and by what is not one string), decode
+// as jsonv2 decodes them; the text chunks of a stream after its first are
+// decoded as the chunk before again.
+func TestChunkDecodeAgain(t *testing.T) {
+	// againIn counts the chunks of a stream decoded as the chunk before.
+	againIn := func(stream []byte) int {
+		again := 0
+		var prev []byte
+		for _, line := range bytes.Split(stream, []byte("\n")) {
+			data, ok := bytes.CutPrefix(line, []byte("data:"))
+			data = bytes.TrimSpace(data)
+			if !ok || bytes.Equal(data, doneData) {
+				continue
+			}
+			if prev != nil && checkChunkAgain(t, prev, data) {
+				again++
+			}
+			prev = data
+		}
+		return again
+	}
+	again := 0
+	for _, name := range fixtures.BackendStreams() {
+		raw, _ := fixtures.Backend(name)
+		again += againIn(raw)
+	}
+	if again < 3 {
+		t.Errorf("%d chunks of the fixtures decoded as the chunk before again, want 3 or more", again)
+	}
+	// The bench's stub: a role chunk, 64 text chunks, all but the first
+	// of them like the one before.
+	if n := againIn(bytes.Join(stubStream(), nil)); n != 63 {
+		t.Errorf("%d chunks of the stub's stream decoded as the chunk before again, want 63", n)
+	}
+	swapped, strs := 0, 0
+	for _, data := range chunkData(t) {
+		for _, text := range chunkTexts {
+			b, ok := textSwapped(data, text)
+			if !ok {
+				continue
+			}
+			swapped++
+			if checkChunkAgain(t, data, b) {
+				strs++
+			}
+		}
+	}
+	if swapped == 0 || strs == 0 || strs == swapped {
+		t.Errorf("%d of %d chunks with their text replaced decoded again: want some, not all", strs, swapped)
+	}
+}
+
+// FuzzChunkDecodeAgain: a chunk decoded after another, whatever both are,
+// decodes as jsonv2 decodes it; b is also tried as a's text (its delta's
+// text string replaced by b).
+func FuzzChunkDecodeAgain(f *testing.F) {
+	data := chunkData(f)
+	for i, a := range data {
+		f.Add(a, data[(i+1)%len(data)])
+		f.Add(a, []byte(chunkTexts[i%len(chunkTexts)]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		checkChunkAgain(t, a, b)
+		if s, ok := textSwapped(a, string(b)); ok {
+			checkChunkAgain(t, a, s)
+		}
+	})
 }
 
 // compareChunk compares copies of the chunks.
