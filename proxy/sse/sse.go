@@ -86,6 +86,9 @@ func (d *Decoder) Feed(p []byte) error {
 // Next returns the next complete event, or false when the bytes fed so far
 // hold no further complete event.
 func (d *Decoder) Next() (Event, bool) {
+	if ev, ok := d.nextData(); ok {
+		return ev, true
+	}
 	for {
 		line, ok := d.nextLine()
 		if !ok {
@@ -95,6 +98,27 @@ func (d *Decoder) Next() (Event, bool) {
 			return ev, true
 		}
 	}
+}
+
+// nextData takes, between events, the event nearly every server sends: a
+// "data" line and the blank line after it, each ending in "\n", whole in
+// the buffer. Its Data is then in the buffer, not copied; what it reads
+// and the state it leaves are the line-by-line reading's.
+func (d *Decoder) nextData() (Event, bool) {
+	rest := d.buf[d.off:]
+	if d.hasData || len(d.name) > 0 || d.skipLF || !d.bomDone || len(rest) < 7 || string(rest[:5]) != "data:" {
+		return Event{}, false
+	}
+	n := bytes.IndexByte(rest, '\n')
+	if n < 0 || n+1 >= len(rest) || rest[n+1] != '\n' || bytes.IndexByte(rest[:n], '\r') >= 0 {
+		return Event{}, false
+	}
+	value := rest[5:n]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	d.off += n + 2
+	return Event{Data: value}, true
 }
 
 // End ends the input: an unterminated last line counts as a line, and an

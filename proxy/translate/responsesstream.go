@@ -70,6 +70,10 @@ type ResponsesStream struct {
 	seq      int
 	items    []outItem // by output_index, as the items open
 	laneItem []int     // by lane, as the lanes open: the output_index of its item
+	// openRef is what a delta event of the open lane, a message or
+	// reasoning part, has between its sequence number and its text: the
+	// part's reference and the "delta" member's name.
+	openRef []byte
 	chatLanes
 }
 
@@ -228,14 +232,16 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 		dst = append(dst, `,"part":`...)
 		dst = ptr(lanePart(l.kind, "")).AppendJSON(dst)
 		dst = s.tail(dst)
+		s.openRef = append(s.appendPartRef(s.openRef[:0], i), `,"delta":`...)
 	}
 	return s.flush(dst, i)
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// flush writes what the open message or reasoning item i got and has not
-// sent, as one delta. A tool call's arguments wait for its close.
+// flush writes what the open message or reasoning item i (the open lane,
+// whose reference openRef holds) got and has not sent, as one delta. A
+// tool call's arguments wait for its close.
 func (s *ResponsesStream) flush(dst []byte, i int) []byte {
 	l := &s.lanes[i]
 	if l.sent == len(l.text) || l.kind == laneTool {
@@ -243,9 +249,9 @@ func (s *ResponsesStream) flush(dst []byte, i int) []byte {
 	}
 	d := l.text[l.sent:]
 	l.sent = len(l.text)
-	dst = s.head(dst, textEvents[l.kind].delta)
-	dst = s.appendPartRef(dst, i)
-	dst = append(dst, `,"delta":`...)
+	dst = append(dst, textEvents[l.kind].deltaHead...)
+	dst = s.appendSeq(dst)
+	dst = append(dst, s.openRef...)
 	dst = appendQuoted(dst, d)
 	if l.kind == laneText {
 		dst = append(dst, `,"logprobs":[]`...)
@@ -254,11 +260,12 @@ func (s *ResponsesStream) flush(dst []byte, i int) []byte {
 }
 
 // textEvents are the events of a message or reasoning item's part: its
-// delta, its done, and the member of the done that holds the whole.
-var textEvents = [...]struct{ delta, done, member string }{
-	laneText:     {responses.EventOutputTextDelta, responses.EventOutputTextDone, "text"},
-	laneThinking: {responses.EventReasoningTextDelta, responses.EventReasoningTextDone, "text"},
-	laneRefusal:  {responses.EventRefusalDelta, responses.EventRefusalDone, "refusal"},
+// delta, its done, and the member of the done that holds the whole;
+// deltaHead is what head writes for a delta.
+var textEvents = [...]struct{ delta, done, member, deltaHead string }{
+	laneText:     {responses.EventOutputTextDelta, responses.EventOutputTextDone, "text", eventHead(responses.EventOutputTextDelta)},
+	laneThinking: {responses.EventReasoningTextDelta, responses.EventReasoningTextDone, "text", eventHead(responses.EventReasoningTextDelta)},
+	laneRefusal:  {responses.EventRefusalDelta, responses.EventRefusalDone, "refusal", eventHead(responses.EventRefusalDelta)},
 }
 
 // closePart closes lane i, a message or reasoning part: its .done event
@@ -394,6 +401,17 @@ func (s *ResponsesStream) head(dst []byte, name string) []byte {
 	dst = append(dst, "\ndata: {\"type\":\""...)
 	dst = append(dst, name...)
 	dst = append(dst, `","sequence_number":`...)
+	return s.appendSeq(dst)
+}
+
+// eventHead is what head writes before the sequence number, as one
+// string.
+func eventHead(name string) string {
+	return "event: " + name + "\ndata: {\"type\":\"" + name + `","sequence_number":`
+}
+
+// appendSeq appends the next sequence number.
+func (s *ResponsesStream) appendSeq(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(s.seq), 10)
 	s.seq++
 	return dst
