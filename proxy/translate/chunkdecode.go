@@ -120,40 +120,28 @@ func (cd *chunkDecoder) again(data []byte, ck *chat.Chunk) bool {
 }
 
 // quickChunk reads the chunk of a text or reasoning stream, nearly every
-// chunk of one, as chunk does, to the same result: one loop per object
-// and no callbacks, where chunk's members go through three closures each,
-// which made up most of a stream translator's CPU per chunk. It gives up
-// (false) on what it leaves to chunk: a tool call, a usage object, an
-// error, a member name that is not plain ASCII; the caller then decodes
-// the chunk again from its start.
+// chunk of one, as chunk does, to the same result, with one closure a
+// member where chunk has three (the usual chunk of a stream is read
+// again, not with this: chunkDecoder). It gives up (false) on what it
+// leaves to chunk: a tool call, a usage object, an error, a member name
+// that is not plain ASCII; the caller then decodes the chunk again from
+// its start.
 func (d *chunkDecoder) quickChunk(ck *chat.Chunk, id, model string) bool {
-	var mask uint32
-	more, ok := d.quickOpen()
-	for ; more && ok; more, ok = d.quickNext() {
-		name, k, named := d.quickName()
-		if !named {
-			return false
-		}
-		var good bool
+	return d.quickObject(func(name []byte, k byte, mask *uint32) bool {
 		switch string(name) {
 		case "id":
-			good = seen(&mask, 0) && d.nullStrAs(&ck.ID, k, id)
+			return seen(mask, 0) && d.nullStrAs(&ck.ID, k, id)
 		case "model":
-			good = seen(&mask, 1) && d.nullStrAs(&ck.Model, k, model)
+			return seen(mask, 1) && d.nullStrAs(&ck.Model, k, model)
 		case "choices":
-			good = seen(&mask, 2) && (k == 'n' && d.skip() || k == '[' && d.quickChoices(&ck.Choices))
+			return seen(mask, 2) && (k == 'n' && d.skip() || k == '[' && d.quickChoices(&ck.Choices))
 		case "usage":
-			good = seen(&mask, 3) && k == 'n' && d.skip()
+			return seen(mask, 3) && k == 'n' && d.skip()
 		case "error":
 			return false
-		default:
-			good = d.skip()
 		}
-		if !good {
-			return false
-		}
-	}
-	return ok
+		return d.skip()
+	})
 }
 
 // quickChoices appends the choices of the array at the scanner (its '['
@@ -171,49 +159,38 @@ func (d *chunkDecoder) quickChoices(dst *[]chat.ChunkChoice) bool {
 }
 
 func (d *chunkDecoder) quickChoice(ch *chat.ChunkChoice) bool {
-	var mask uint32
-	more, ok := d.quickOpen()
-	for ; more && ok; more, ok = d.quickNext() {
-		name, k, named := d.quickName()
-		if !named {
-			return false
-		}
-		var good bool
+	return d.quickObject(func(name []byte, k byte, mask *uint32) bool {
 		if string(name) == "delta" {
-			good = seen(&mask, 1) && (k == 'n' && d.skip() || k != 'n' && d.quickDelta(&ch.Delta))
-		} else if known, kok := d.choiceMember(name, k, &mask, &ch.Index, &ch.FinishReason, &ch.StopReason); known {
-			good = kok
-		} else {
-			good = d.skip()
+			return seen(mask, 1) && (k == 'n' && d.skip() || k != 'n' && d.quickDelta(&ch.Delta))
 		}
-		if !good {
-			return false
+		if known, ok := d.choiceMember(name, k, mask, &ch.Index, &ch.FinishReason, &ch.StopReason); known {
+			return ok
 		}
-	}
-	return ok
+		return d.skip()
+	})
 }
 
+// quickDelta reads a delta as delta does, but for its tool calls (only
+// null), and notes where its text string is.
 func (d *chunkDecoder) quickDelta(dl *chat.Delta) bool {
-	var mask uint32
-	more, ok := d.quickOpen()
-	for ; more && ok; more, ok = d.quickNext() {
-		name, k, named := d.quickName()
-		if !named {
-			return false
-		}
-		var good bool
+	return d.quickObject(func(name []byte, k byte, mask *uint32) bool {
 		at := d.sc.i
 		var field deltaField
 		switch string(name) {
 		case "content":
-			good, field = seen(&mask, 1) && d.nullStr(&dl.Content, k), textContent
+			if !seen(mask, 1) || !d.nullStr(&dl.Content, k) {
+				return false
+			}
+			field = textContent
 		case "tool_calls":
-			good = seen(&mask, 5) && k == 'n' && d.skip()
+			return seen(mask, 5) && k == 'n' && d.skip()
 		default:
-			if known, kok := d.assistantMember(name, k, &mask, &dl.Role, &dl.ReasoningContent, &dl.Reasoning, &dl.Refusal); known {
-				good = kok
-			} else {
-				good = d.skip()
+			known, ok := d.assistantMember(name, k, mask, &dl.Role, &dl.ReasoningContent, &dl.Reasoning, &dl.Refusal)
+			if !known {
+				return d.skip()
+			}
+			if !ok {
+				return false
 			}
 			switch string(name) {
 			case "reasoning_content":
@@ -224,31 +201,30 @@ func (d *chunkDecoder) quickDelta(dl *chat.Delta) bool {
 				field = textRefusal
 			}
 		}
-		if !good {
-			return false
-		}
 		if field != noText && k == '"' {
 			d.textAt, d.textEnd, d.textField = at, d.sc.i, field
 		}
-	}
-	return ok
+		return true
+	})
 }
 
-// quickOpen enters the object at the scanner: more is false when it is
-// empty (then closed), ok false when no object is there.
-func (d *fastDecoder) quickOpen() (more, ok bool) {
+// quickObject reads the object at the scanner: member is given each
+// member's name (plain ASCII), the kind of its value and the object's
+// seen mask, and reads the value (false: give up).
+func (d *chunkDecoder) quickObject(member func(name []byte, k byte, mask *uint32) bool) bool {
 	if d.sc.ws() != '{' {
-		return false, false
+		return false
 	}
-	empty, err := d.sc.open('}')
-	return !empty, err == nil
-}
-
-// quickNext reads what follows an object's member: more when a ',' comes,
-// not when the object closes; ok is false for anything else.
-func (d *fastDecoder) quickNext() (more, ok bool) {
-	done, err := d.sc.next('}', "object member")
-	return !done, err == nil
+	var mask uint32
+	done, err := d.sc.open('}')
+	for !done && err == nil {
+		name, k, ok := d.quickName()
+		if !ok || !member(name, k, &mask) {
+			return false
+		}
+		done, err = d.sc.next('}', "object member")
+	}
+	return err == nil
 }
 
 // quickName reads a member's name, plain ASCII, and the ':' after it, and
