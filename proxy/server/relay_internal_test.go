@@ -22,6 +22,8 @@ func (r *chunks) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+func (r *chunks) Close() error { return nil }
+
 // TestRelayWritesEachReadsTranslation: the relay takes a fresh output
 // buffer from the pool for each read and gives it back once written, so
 // what the client gets is exactly what feed made of each read, in order,
@@ -66,4 +68,32 @@ func TestRelayWritesEachReadsTranslation(t *testing.T) {
 	if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
 		t.Fatalf("the client got %d bytes, want %d (what feed made of each read, in order)", len(got), len(want))
 	}
+}
+
+// A backend that has not ended its answer once the translator saw its end
+// is not waited for: drain returns when its wait closes the body (the
+// read blocked until then), and one that sends on and on after its end
+// is read no further than drainBytes and a read.
+func TestDrainDoesNotWaitForABackend(t *testing.T) {
+	buf := make([]byte, 1<<10)
+	silent, w := io.Pipe()
+	defer w.Close()
+	drain(silent, buf) // returns: the wait closed the pipe
+	if _, err := w.Write([]byte("x")); err != io.ErrClosedPipe {
+		t.Fatalf("the body of a silent backend is still open after drain (write: %v)", err)
+	}
+	endless := &countingReader{}
+	drain(io.NopCloser(endless), buf)
+	if endless.n > drainBytes+len(buf) {
+		t.Fatalf("drain read %d bytes of an endless body, want at most %d", endless.n, drainBytes+len(buf))
+	}
+}
+
+// countingReader is an endless body of zeros that counts what was read.
+type countingReader struct{ n int }
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	r.n += len(p)
+	clear(p)
+	return len(p), nil
 }
