@@ -81,11 +81,14 @@ func (cd *chunkDecoder) decode(data []byte, ck *chat.Chunk) error {
 		return nil
 	}
 	cd.memo = cd.memo[:0]
+	// After a chunk with tool calls, whose fragments come one chunk after
+	// another, the quick path, which leaves them to chunk, is not tried.
+	tools := len(ck.Choices) > 0 && len(ck.Choices[0].Delta.ToolCalls) > 0
 	choices, id, model := ck.Choices[:0], ck.ID, ck.Model
 	*ck = chat.Chunk{Choices: choices}
 	cd.fastDecoder = fastDecoder{sc: scanner{b: data}}
 	cd.textField = noText
-	if cd.quickChunk(ck, id, model) && cd.sc.ws() == 0 && cd.sc.i == len(data) {
+	if !tools && cd.quickChunk(ck, id, model) && cd.sc.ws() == 0 && cd.sc.i == len(data) {
 		if cd.textField != noText && len(ck.Choices) == 1 && ck.Choices[0].StopReason == nil {
 			// (A stop_reason's raw value would be memo's, not data's.)
 			cd.memo = append(cd.memo, data...)
@@ -215,15 +218,16 @@ func (d *chunkDecoder) quickObject(member func(name []byte, k byte, mask *uint32
 	if d.sc.ws() != '{' {
 		return false
 	}
-	var mask uint32
+	mask := d.enter()
 	done, err := d.sc.open('}')
 	for !done && err == nil {
-		name, k, ok := d.quickName()
-		if !ok || !member(name, k, &mask) {
-			return false
+		if name, k, ok := d.quickName(); !ok || !member(name, k, mask) {
+			err = errGiveUp
+			break
 		}
 		done, err = d.sc.next('}', "object member")
 	}
+	d.depth--
 	return err == nil
 }
 

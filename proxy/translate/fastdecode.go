@@ -222,14 +222,7 @@ func (d *fastDecoder) objectNulls(nulls bool, f func(name []byte, k byte, mask *
 	if d.sc.ws() != '{' {
 		return false
 	}
-	var mask *uint32
-	if d.depth < len(d.masks) {
-		mask = &d.masks[d.depth]
-		*mask = 0
-	} else {
-		mask = new(uint32)
-	}
-	d.depth++
+	mask := d.enter()
 	ok := d.members(func(name []byte, k byte) bool {
 		if k == 'n' && !nulls {
 			return false
@@ -241,6 +234,20 @@ func (d *fastDecoder) objectNulls(nulls bool, f func(name []byte, k byte, mask *
 	})
 	d.depth--
 	return ok
+}
+
+// enter gives an object being read its seen mask, zero (its reader
+// decrements d.depth when it is done).
+func (d *fastDecoder) enter() *uint32 {
+	var mask *uint32
+	if d.depth < len(d.masks) {
+		mask = &d.masks[d.depth]
+		*mask = 0
+	} else {
+		mask = new(uint32)
+	}
+	d.depth++
+	return mask
 }
 
 func (d *fastDecoder) toolChoice(tc *messages.ToolChoice) bool {
