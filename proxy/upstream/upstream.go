@@ -1,5 +1,6 @@
-// Package upstream sends requests to backends: one tuned http.Client per
-// backend base URL, one attempt per Do with the request and stream timeouts
+// Package upstream sends requests to backends: per backend base URL, its
+// own HTTP/1.1 connections for plain HTTP (conns.go) or a tuned
+// http.Client, one attempt per Do with the request and stream timeouts
 // of the route, cancellation when the client goes away, and the retry
 // schedule (Backoff, Retryable) of the caller that tries again. Which
 // backend an attempt goes to is the caller's choice (package balance). It
@@ -11,8 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptrace"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -94,7 +96,8 @@ type Call struct {
 	// Timeout and StreamTimeout, and Stream is not used.
 	StreamFlag func(h http.Header) bool
 	// Sent, when set, is called once Body was written whole to the
-	// backend, by the goroutine that wrote it (the transport's), at most
+	// backend, by the goroutine that wrote it (Do's own on a plain-HTTP
+	// backend, before the answer is read; the transport's otherwise), at most
 	// once a Do: work that waits for the body to be sent runs there while
 	// the backend reads it, with no goroutine of its own. It may not be
 	// called at all (a body sent otherwise, a failed write).
@@ -107,16 +110,18 @@ func Backoff(n int) time.Duration {
 	return min(d, 4*time.Second)
 }
 
-// Pool holds one client per backend base URL.
+// Pool holds the connections (or the client) of each backend base URL.
 type Pool struct {
 	mu      sync.Mutex
 	clients map[string]*http.Client
+	conns   map[string]*conns // by base URL; nil: through the transport
+	proxy   func(*http.Request) (*url.URL, error)
 	backoff func(int) time.Duration
 }
 
 // NewPool returns an empty Pool.
 func NewPool() *Pool {
-	return &Pool{clients: map[string]*http.Client{}, backoff: Backoff}
+	return &Pool{clients: map[string]*http.Client{}, conns: map[string]*conns{}, proxy: http.ProxyFromEnvironment, backoff: Backoff}
 }
 
 // SetBackoff replaces the retry schedule (tests shorten it).
@@ -126,6 +131,28 @@ func (p *Pool) SetBackoff(f func(int) time.Duration) { p.backoff = f }
 // when ctx ends first.
 func (p *Pool) Wait(ctx context.Context, n int) bool { return sleep(ctx, p.backoff(n)) }
 
+// direct returns the connections of a backend reached by plain HTTP and
+// no proxy, or nil.
+func (p *Pool) direct(base string) *conns {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cs, ok := p.conns[base]; ok {
+		return cs
+	}
+	var cs *conns
+	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && u.Host != "" {
+		if proxy, err := p.proxy(&http.Request{URL: u}); err == nil && proxy == nil {
+			addr := u.Host
+			if u.Port() == "" {
+				addr = net.JoinHostPort(u.Hostname(), "80")
+			}
+			cs = newConns(addr, u.Host)
+		}
+	}
+	p.conns[base] = cs
+	return cs
+}
+
 func (p *Pool) client(base string) *http.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -133,8 +160,8 @@ func (p *Pool) client(base string) *http.Client {
 		return c
 	}
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.dial,
+		Proxy:                 p.proxy,
+		DialContext:           dialer.DialContext,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
@@ -248,15 +275,8 @@ func (r *bodyRef) over() {
 // reader is given the body).
 func (r *bodyRef) sent() { r.over() }
 
-// hold keeps the body from being recycled until the matching release.
-func (r *bodyRef) hold() {
-	r.mu.Lock()
-	r.holds++
-	r.mu.Unlock()
-}
-
-// written calls Call.Sent, the first time a reader has handed out or
-// written the whole body.
+// written calls Call.Sent, the first time the whole body was written (by
+// the pool's own connection) or handed out (by a reader).
 func (r *bodyRef) written() {
 	r.mu.Lock()
 	f := r.onSent
@@ -278,12 +298,54 @@ func (r *bodyRef) release() {
 }
 
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
-	body, _ := ref.reader() // the first: the body is there
-	if len(c.Body) > 0 && c.Open == nil {
-		ctx = carried(ctx, body)
-	} else {
-		ctx = carried(ctx, nil)
+	cs := p.direct(c.BaseURL)
+	if cs == nil || c.Open != nil {
+		return p.viaTransport(ctx, c, ref)
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, nil)
+	if err != nil {
+		return nil, err
+	}
+	setHeaders(req, c)
+	// Once written, the body goes (as through the transport, a POST is not
+	// sent again on another connection).
+	written := func() { ref.written(); ref.sent() }
+	if c.Attempt == nil {
+		return cs.exchange(req, c.Body, written)
+	}
+	done := c.Attempt(req)
+	resp, err := cs.exchange(req, c.Body, written)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	done(status, err)
+	return resp, err
+}
+
+func setHeaders(req *http.Request, c Call) {
+	req.Header.Set("Content-Type", "application/json")
+	switch {
+	case c.StreamFlag != nil:
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	case c.Stream:
+		req.Header.Set("Accept", "text/event-stream")
+	default:
+		req.Header.Set("Accept", "application/json")
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Session != "" {
+		req.Header.Set(SessionHeader, c.Session)
+	}
+}
+
+func (p *Pool) viaTransport(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
+	body, _ := ref.reader() // the first: the body is there
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {
 		body.Close()
@@ -309,24 +371,7 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 		req.Body, req.ContentLength = io.NopCloser(c.Open()), c.ContentLength
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(c.Open()), nil }
 	}
-	req.Header.Set("Content-Type", "application/json")
-	switch {
-	case c.StreamFlag != nil:
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	case c.Stream:
-		req.Header.Set("Accept", "text/event-stream")
-	default:
-		req.Header.Set("Accept", "application/json")
-	}
-	for k, v := range c.Header {
-		req.Header[k] = v
-	}
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	if c.Session != "" {
-		req.Header.Set(SessionHeader, c.Session)
-	}
+	setHeaders(req, c)
 	if c.Attempt == nil {
 		return p.client(c.BaseURL).Do(req)
 	}
@@ -343,12 +388,10 @@ func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, 
 // bodyReader reads a request body and lets it go at its end, or when the
 // transport closes it (from another goroutine, maybe while it reads).
 type bodyReader struct {
-	mu      sync.Mutex
-	b       []byte
-	ref     *bodyRef
-	done    bool
-	started bool // some of it was read
-	trace   httptrace.ClientTrace
+	mu   sync.Mutex
+	b    []byte
+	ref  *bodyRef
+	done bool
 }
 
 func (r *bodyReader) Read(p []byte) (int, error) {
@@ -368,7 +411,6 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, r.b)
 	r.b = r.b[n:]
-	r.started = true
 	return n, nil
 }
 
