@@ -131,24 +131,11 @@ func TestWriteFailureOnAReusedConnection(t *testing.T) {
 // them.
 func TestIdleConnectionsClosed(t *testing.T) {
 	closed := make(chan struct{}, 2)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				c.Read(make([]byte, 1)) // returns when the pool closes it
-				closed <- struct{}{}
-			}()
-		}
-	}()
-	cs := newConns(l.Addr().String(), l.Addr().String())
+	addr := AcceptEach(t, func(c net.Conn) {
+		c.Read(make([]byte, 1)) // returns when the pool closes it
+		closed <- struct{}{}
+	})
+	cs := newConns(addr, addr)
 	cs.idleFor = 50 * time.Millisecond
 	for range 2 {
 		c, err := cs.connect(context.Background())
@@ -170,4 +157,26 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	if len(cs.idle) != 0 || cs.sweep != nil {
 		t.Fatalf("%d idle connections kept, sweep %v", len(cs.idle), cs.sweep != nil)
 	}
+}
+
+// AcceptEach serves each connection to a loopback listener with handle,
+// in a goroutine of its own, until the test ends; it returns the
+// listener's address. (Exported for the package's external tests.)
+func AcceptEach(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return l.Addr().String()
 }

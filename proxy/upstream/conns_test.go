@@ -235,32 +235,18 @@ func TestBackendClosedIdleConnection(t *testing.T) {
 // reading the request's head.
 func rawBackend(t *testing.T, answer func(c net.Conn, r *bufio.Reader)) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
+	return "http://" + upstream.AcceptEach(t, func(c net.Conn) {
+		defer c.Close()
+		r := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			req, err := http.ReadRequest(r)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(r)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					answer(c, r)
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			answer(c, r)
 		}
-	}()
-	return "http://" + l.Addr().String()
+	})
 }
 
 // A backend that says Connection: close, or answers HTTP/1.0 without a
