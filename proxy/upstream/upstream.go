@@ -275,6 +275,13 @@ func (r *bodyRef) over() {
 // reader is given the body).
 func (r *bodyRef) sent() { r.over() }
 
+// writtenWhole: the pool's own connection wrote the whole body; Call.Sent
+// is called, and the body goes.
+func (r *bodyRef) writtenWhole() {
+	r.written()
+	r.sent()
+}
+
 // written calls Call.Sent, the first time the whole body was written (by
 // the pool's own connection) or handed out (by a reader).
 func (r *bodyRef) written() {
@@ -297,30 +304,45 @@ func (r *bodyRef) release() {
 	}
 }
 
+// once makes one attempt: on the pool's own connections when it can,
+// through the transport otherwise.
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
 	cs := p.direct(c.BaseURL)
-	if cs == nil || c.Open != nil {
-		return p.viaTransport(ctx, c, ref)
+	if c.Open != nil {
+		cs = nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, nil)
+	var req *http.Request
+	var err error
+	if cs != nil {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, nil)
+	} else {
+		req, err = transportRequest(ctx, c, ref)
+	}
 	if err != nil {
 		return nil, err
 	}
 	setHeaders(req, c)
-	// Once written, the body goes (as through the transport, a POST is not
-	// sent again on another connection).
-	written := func() { ref.written(); ref.sent() }
 	if c.Attempt == nil {
-		return cs.exchange(req, c.Body, written)
+		return p.send(cs, req, c, ref)
 	}
 	done := c.Attempt(req)
-	resp, err := cs.exchange(req, c.Body, written)
+	resp, err := p.send(cs, req, c, ref)
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
 	done(status, err)
 	return resp, err
+}
+
+// send sends req on cs, or through the transport when cs is nil. On cs,
+// the body goes once written: as through the transport, a POST is not
+// sent again on another connection once written.
+func (p *Pool) send(cs *conns, req *http.Request, c Call, ref *bodyRef) (*http.Response, error) {
+	if cs == nil {
+		return p.client(c.BaseURL).Do(req)
+	}
+	return cs.exchange(req, c.Body, ref.writtenWhole)
 }
 
 func setHeaders(req *http.Request, c Call) {
@@ -344,7 +366,9 @@ func setHeaders(req *http.Request, c Call) {
 	}
 }
 
-func (p *Pool) viaTransport(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
+// transportRequest is the request of c for the transport, its body read
+// through ref.
+func transportRequest(ctx context.Context, c Call, ref *bodyRef) (*http.Request, error) {
 	body, _ := ref.reader() // the first: the body is there
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+c.Path, body)
 	if err != nil {
@@ -371,18 +395,7 @@ func (p *Pool) viaTransport(ctx context.Context, c Call, ref *bodyRef) (*http.Re
 		req.Body, req.ContentLength = io.NopCloser(c.Open()), c.ContentLength
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(c.Open()), nil }
 	}
-	setHeaders(req, c)
-	if c.Attempt == nil {
-		return p.client(c.BaseURL).Do(req)
-	}
-	done := c.Attempt(req)
-	resp, err := p.client(c.BaseURL).Do(req)
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	done(status, err)
-	return resp, err
+	return req, nil
 }
 
 // bodyReader reads a request body and lets it go at its end, or when the
