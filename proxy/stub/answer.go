@@ -191,7 +191,7 @@ func shellCall(req *chatRequest, rest string) toolCall {
 		switch t.Function.Name {
 		case "exec_command":
 			args = map[string]string{"cmd": cmd}
-		case "shell_command":
+		case "shell_command", "Bash": // Codex's; the coding client's
 			args = map[string]string{"command": cmd}
 		case "shell":
 			args = map[string][]string{"command": {"bash", "-lc", cmd}}

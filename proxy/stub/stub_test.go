@@ -2,6 +2,7 @@ package stub
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -188,4 +189,44 @@ func TestCancelledRequestIsRecorded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("cancellation not recorded: %+v", s.Requests())
+}
+
+// "stub:shell CMD" calls the client's shell tool with CMD, in the
+// arguments each client's tool takes; a client without one gets its
+// first tool.
+func TestShellCallFitsTheClientsTool(t *testing.T) {
+	srv := httptest.NewServer(New(Options{}))
+	defer srv.Close()
+	for tool, want := range map[string]string{
+		"exec_command":  `{"cmd":"echo hi"}`,
+		"shell_command": `{"command":"echo hi"}`,
+		"shell":         `{"command":["bash","-lc","echo hi"]}`,
+		"Bash":          `{"command":"echo hi"}`,
+		"Read":          `{"file_path":"stub-file_path"}`,
+	} {
+		resp := post(t, srv.URL, `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"stub:shell echo hi"}],
+			"tools":[{"type":"function","function":{"name":"`+tool+`","parameters":{"type":"object","properties":{"file_path":{"type":"string"}}}}}]}`)
+		var out struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []struct {
+						Function struct{ Name, Arguments string }
+					} `json:"tool_calls"`
+				}
+			}
+		}
+		err := json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Choices) != 1 || len(out.Choices[0].Message.ToolCalls) != 1 {
+			t.Fatalf("%s: answer %+v", tool, out)
+		}
+		f := out.Choices[0].Message.ToolCalls[0].Function
+		var args bytes.Buffer
+		if err := json.Compact(&args, []byte(f.Arguments)); err != nil || f.Name != tool || args.String() != want {
+			t.Errorf("%s: called %s with %s, want %s", tool, f.Name, f.Arguments, want)
+		}
+	}
 }
