@@ -202,7 +202,7 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 			waits++
 		}
-		// The last attempt's transport let its body go once it was sent.
+		// The last attempt let its body go once it was sent (Call.Recycle).
 		if terr := x.retranslate(); terr != nil {
 			x.done(balance.Abandoned, nil)
 			return nil, terr

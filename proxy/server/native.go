@@ -72,8 +72,8 @@ func (x *exchange) checkedWrite(write func([]byte) bool) func([]byte) bool {
 	}
 }
 
-// sent is what the transport calls once the body was written: the
-// deferred validation, when the body has one.
+// sent is what upstream calls once the body was written
+// (upstream.Call.Sent): the deferred validation, when the body has one.
 func (x *exchange) sent() func() {
 	if x.check == nil {
 		return nil
@@ -83,8 +83,9 @@ func (x *exchange) sent() func() {
 
 // deferredCheck is the validation of a client's body that was sent
 // before it was validated (translate.BackendRequest.Check). It runs once:
-// in the transport's goroutine right after the body was written
-// (upstream.Call.Sent), while the backend reads it, or else when its
+// in the goroutine that wrote the body, right after it was written
+// (upstream.Call.Sent: the handler's own on a plain-HTTP backend, the
+// transport's otherwise), while the backend reads it, or else when its
 // verdict is asked for. A body found malformed cancels the backend
 // request at once.
 type deferredCheck struct {

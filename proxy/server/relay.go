@@ -246,7 +246,7 @@ const drainBytes = 4 << 10
 // drain reads what is left of a backend's stream once the translator saw
 // its end (done: the finish and the usage, or [DONE]): what usually
 // follows ([DONE], the end of the chunked encoding) comes at once, and a
-// body read to its end gives the connection back to the transport's pool.
+// body read to its end gives the connection back to its pool (upstream).
 // Closed before its end, as it was when relay stopped at done, the
 // connection was dropped, and the backend's next request dialled a new
 // one: at one connection ~100 µs of a short stream's added latency (bench

@@ -444,7 +444,7 @@ func numberGoesOn(c byte) bool { return c >= '0' && c <= '9' || c == '.' || c ==
 
 // decodeChatResponse decodes a backend's non-stream Chat answer into resp
 // (zero): the result is jsonv2's with decodeOpts. The scanner decodes the
-// usual shape in one pass, and gives up, as decodeChunk's does, on
+// usual shape in one pass, and gives up, as chunkDecoder.decode does, on
 // anything whose result it is not sure matches; jsonv2 then decodes it,
 // and its error is returned. jsonv2's set-up alone cost more than the
 // rest of a short answer's translation.

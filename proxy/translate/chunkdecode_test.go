@@ -13,7 +13,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
 
-// checkChunkDecode decodes data as decodeChunk does and with jsonv2 alone:
+// checkChunkDecode decodes data as chunkDecoder.decode does and with jsonv2 alone:
 // the same chunk, or both an error. It reports whether the scanner took
 // data (jsonv2 not needed).
 func checkChunkDecode(t *testing.T, data []byte) (fast bool) {
@@ -164,7 +164,7 @@ func FuzzChunkDecodeAgain(f *testing.F) {
 func compareChunk(t *testing.T, data []byte, got chat.Chunk, gerr error, want chat.Chunk, werr error) {
 	t.Helper()
 	if (gerr == nil) != (werr == nil) {
-		t.Fatalf("%q: decodeChunk error %v, jsonv2 error %v", data, gerr, werr)
+		t.Fatalf("%q: chunkDecoder.decode error %v, jsonv2 error %v", data, gerr, werr)
 	}
 	// No choices: a nil slice, an empty one or the reused array.
 	if len(got.Choices) == 0 {
@@ -174,7 +174,7 @@ func compareChunk(t *testing.T, data []byte, got chat.Chunk, gerr error, want ch
 		want.Choices = nil
 	}
 	if gerr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q: decodeChunk differs from jsonv2:\n got %+v\nwant %+v", data, got, want)
+		t.Fatalf("%q: chunkDecoder.decode differs from jsonv2:\n got %+v\nwant %+v", data, got, want)
 	}
 }
 
@@ -257,7 +257,7 @@ func TestChunkDecodeMatchesJSONv2Mutated(t *testing.T) {
 	checkMutated(t, chunkData(t), inserts, 17, checkChunkDecode)
 }
 
-// FuzzChunkDecode: decodeChunk decodes whatever data as jsonv2 does.
+// FuzzChunkDecode: chunkDecoder.decode decodes whatever data as jsonv2 does.
 func FuzzChunkDecode(f *testing.F) {
 	for _, d := range chunkData(f) {
 		f.Add(d)
