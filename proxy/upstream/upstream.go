@@ -307,9 +307,9 @@ func (r *bodyRef) release() {
 // once makes one attempt: on the pool's own connections when it can,
 // through the transport otherwise.
 func (p *Pool) once(ctx context.Context, c Call, ref *bodyRef) (*http.Response, error) {
-	cs := p.direct(c.BaseURL)
-	if c.Open != nil {
-		cs = nil
+	var cs *conns // nil: through the transport
+	if c.Open == nil {
+		cs = p.direct(c.BaseURL)
 	}
 	var req *http.Request
 	var err error
