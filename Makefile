@@ -8,7 +8,7 @@
 
 GO        ?= go
 BIN       := bin
-MODULES   := ./proxy/... ./warmer/... ./notifier/...
+MODULES   := ./proxy/... ./warmer/... ./notifier/... ./tools/...
 LDFLAGS   := -s -w
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 STATICCHECK_VERSION := v0.8.2
@@ -64,7 +64,7 @@ fuzz:
 	done
 
 lint:
-	@out=$$(gofmt -l proxy warmer notifier deploy/helm/chartcheck); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l proxy warmer notifier tools deploy/helm/chartcheck); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(MODULES)
 	cd $(CHARTCHECK) && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
@@ -76,7 +76,7 @@ clean:
 # lint-metrics: Prometheus's own lint, `promtool check metrics`, on the real
 # expositions of bin/proxy and bin/warmer after known traffic (successes,
 # streams, an unknown alias, a backend 503, a client hang-up): see
-# proxy/cmd/metricslint, which fails on any finding. promtool is built from
+# tools/cmd/metricslint, which fails on any finding. promtool is built from
 # the Go module proxy at PROMTOOL_VERSION (Prometheus's Go module versions
 # are v0.3xx.y for its v3.x.y releases) into bin/tools. Its first build
 # with an empty Go build cache took 9m57s on two nearly idle cores (12m13s
@@ -86,7 +86,7 @@ PROMTOOL_VERSION := v0.316.0
 .PHONY: lint-metrics
 lint-metrics: build
 	GOWORK=off GOFLAGS=-mod=mod GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
-	$(GO) run ./proxy/cmd/metricslint --bin $(BIN) --promtool $(BIN)/tools/promtool
+	$(GO) run ./tools/cmd/metricslint --bin $(BIN) --promtool $(BIN)/tools/promtool
 
 # install-hook: build notify-chat and register it as the client's Stop and
 # Notification hook. ARGS: --project, --config-dir DIR, --dry-run
@@ -107,14 +107,15 @@ uninstall-hook:
 
 # bench: what Dragoman adds to a request, beside the stub backend answered
 # directly and a no-op reverse proxy (the floor), in one run; prints the
-# table and writes it into docs/performance.md (proxy/cmd/bench).
+# table and writes it into docs/performance.md (tools/cmd/bench, a module of its own so that the
+# load generator and plotting libraries stay out of proxy/go.mod).
 # Then the curves (issue 18: request size, tools, concurrent slow streams,
 # connections), as tables and SVG plots next to the doc.
 # BENCH_ARGS: --quick (a short smoke run), --cases TEXT, --profile DIR,
 # --curves size,tools,streams,conns|none, --curves-only.
 .PHONY: bench
 bench: build
-	$(GOBUILD) -o $(BIN)/bench ./proxy/cmd/bench
+	$(GOBUILD) -o $(BIN)/bench ./tools/cmd/bench
 	$(BIN)/bench --proxy $(BIN)/proxy --stub $(BIN)/stub-backend --out docs/performance.md $(BENCH_ARGS)
 
 # soak: SOAK_STREAMS (200) concurrent Messages streams through bin/proxy
@@ -122,12 +123,12 @@ bench: build
 # clients hang up mid-stream. Reports requests done, errors, and the
 # proxy's goroutines (its --pprof endpoint), threads and RSS
 # (/proc/PID/status) from idle to the end; fails on any error or growth
-# (proxy/cmd/soak). SOAK_ARGS: more flags (see go run ./proxy/cmd/soak -h).
+# (tools/cmd/soak). SOAK_ARGS: more flags (see go run ./tools/cmd/soak -h).
 SOAK_DURATION ?= 2m
 SOAK_STREAMS  ?= 200
 .PHONY: soak
 soak: build
-	$(GOBUILD) -o $(BIN)/soak ./proxy/cmd/soak
+	$(GOBUILD) -o $(BIN)/soak ./tools/cmd/soak
 	$(BIN)/soak --bin $(BIN) --duration $(SOAK_DURATION) --streams $(SOAK_STREAMS) $(SOAK_ARGS)
 
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
@@ -183,7 +184,7 @@ race:
 	$(GO) test -race -count=1 $(RACE_PACKAGES)
 
 tidy-check:
-	@for m in proxy warmer notifier; do (cd $$m && $(GO) mod tidy -diff) || { echo "go.mod/go.sum of $$m need go mod tidy"; exit 1; }; done
+	@for m in proxy warmer notifier tools; do (cd $$m && $(GO) mod tidy -diff) || { echo "go.mod/go.sum of $$m need go mod tidy"; exit 1; }; done
 
 # ---- Kubernetes: the Helm chart (deploy/helm/dragoman) and its images ----
 #

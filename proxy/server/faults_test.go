@@ -20,7 +20,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )

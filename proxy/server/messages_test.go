@@ -15,7 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 )
 
 // Three defects found by running peers' test data through the Messages

@@ -17,8 +17,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 )
 
 const (

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
 

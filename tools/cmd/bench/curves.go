@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 // The curves: how what Dragoman adds grows with request size, tools,

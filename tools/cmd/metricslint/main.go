@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 const (

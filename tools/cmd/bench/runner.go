@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 type runner struct {

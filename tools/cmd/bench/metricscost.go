@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 // metricsGoal is issue 15's limit: metrics on and off differ by at most

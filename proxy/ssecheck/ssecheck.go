@@ -1,6 +1,6 @@
 // Package ssecheck checks that a Messages event stream is well formed: the
 // grammar a client's SDK relies on, not what the message says. Tests of
-// any package use it on what the proxy sends.
+// any package, and the soak of the tools module, use it on what the proxy sends.
 //
 // The grammar:
 //

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/floorproxy"
+	"github.com/dragoman-dev/dragoman/tools/internal/floorproxy"
 )
 
 // floor serves the floor (internal/floorproxy) in front of --backend, with a

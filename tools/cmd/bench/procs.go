@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 // proc is one process under test: the stub, the floor or Dragoman.

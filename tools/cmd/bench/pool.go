@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 // The aliases of the pool comparison, as long as alias so that the three

@@ -36,8 +36,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/procs"
-	"github.com/dragoman-dev/dragoman/proxy/internal/ssecheck"
+	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
+	"github.com/dragoman-dev/dragoman/tools/internal/procs"
 )
 
 func main() {
