@@ -8,6 +8,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/dialect"
 	"github.com/dragoman-dev/dragoman/proxy/passthrough"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -63,7 +64,8 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request, f format) (
 // whole body).
 func (x *exchange) forwardable() bool {
 	t := x.route.target
-	return x.route.Protocol != config.ProtocolMessages && t.SupportsSystemMessage && t.MaxOutputTokens == 0 && t.ContextWindow == 0
+	return x.route.Protocol != config.ProtocolMessages && t.SupportsSystemMessage && t.MaxOutputTokens == 0 && t.ContextWindow == 0 &&
+		!dialect.Rewrites(x.route.server)
 }
 
 // forwardCall makes c send the forwarded body, model rewritten for the

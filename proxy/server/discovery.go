@@ -33,6 +33,7 @@ func (s *Server) withDiscovered(r routeInfo) routeInfo {
 	if info.Vision == discover.No {
 		r.target.NoVision = true
 	}
+	r.server = info.Server
 	return r
 }
 

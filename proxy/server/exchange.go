@@ -30,6 +30,9 @@ type routeInfo struct {
 	// window is the context window the request is translated for:
 	// configured, else discovered; 0 when unknown.
 	window int
+	// server is the backend's server as discovery found it (discover's
+	// names), "" when not known yet: what dialect rewrites for.
+	server string
 }
 
 func newRouteInfo(alias string, r config.Route) routeInfo {
@@ -263,9 +266,9 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 		}
 	}
 	if x.native != nil && x.lease != nil && x.route.Protocol == config.ProtocolMessages {
-		return x.native(body, x.resolve)
+		return x.fitted(x.native(body, x.resolve))
 	}
-	return x.translate(body, x.resolve)
+	return x.fitted(x.translate(body, x.resolve))
 }
 
 func (x *exchange) call() upstream.Call {

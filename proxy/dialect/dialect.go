@@ -1,0 +1,150 @@
+// Package dialect rewrites a backend request for the server that receives
+// it, where that server refuses or ignores what the request says in the
+// standard way:
+//
+//   - llama.cpp compiles each tool's JSON schema into a grammar and refuses
+//     the whole request ("failed to parse grammar") when one keyword does
+//     not compile: a string or array bound above its repetition limit, an
+//     unanchored pattern, a $ref it cannot resolve, a type it does not
+//     know, a boolean where a schema is expected. Those keywords are
+//     dropped (schema.go); the tool, its name and description stay.
+//   - llama.cpp ignores a named tool_choice (the object form): it is sent
+//     as "required" ("any" on its Messages endpoint) with the tools
+//     narrowed to the named one (toolchoice.go), which it honours.
+//
+// Other servers (vLLM, SGLang, Ollama, LM Studio) get the request
+// unchanged: nothing they are known to refuse is rewritten.
+//
+// Everything here is pure: bytes in, bytes out, and the names of the
+// rewrites applied, for the caller's debug log.
+package dialect
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/discover"
+)
+
+// Format is the wire format of a backend request body.
+type Format int
+
+// Formats.
+const (
+	Chat     Format = iota // /chat/completions: tools[].function.parameters
+	Messages               // /messages: tools[].input_schema
+)
+
+// Rewrites says whether requests to server are rewritten at all: false
+// means Fit always returns its body unchanged.
+func Rewrites(server string) bool {
+	return server == discover.LlamaCpp
+}
+
+// Fit rewrites body, a request of format f to server, so that server
+// compiles its tool schemas and honours its tool_choice. It returns nil
+// and no names when nothing needed a change (or body is not a JSON
+// object), else the new body and the names of the rewrites applied, e.g.
+// "Workflow: maxLength 524288 dropped (above llama.cpp's repetition limit 2000)".
+func Fit(server string, f Format, body []byte) ([]byte, []string) {
+	if !Rewrites(server) || !bytes.Contains(body, []byte(`"tools"`)) {
+		return nil, nil
+	}
+	top, ok := members(body)
+	if !ok {
+		return nil, nil
+	}
+	tools, hasTools := top["tools"]
+	if !hasTools {
+		return nil, nil
+	}
+	var applied []string
+	newTools, toolNotes := fitTools(f, body[tools.start:tools.end])
+	applied = append(applied, toolNotes...)
+	var newChoice []byte
+	if choice, ok := top["tool_choice"]; ok {
+		var narrowed []byte
+		var note string
+		newChoice, narrowed, note = namedChoice(f, body[choice.start:choice.end], orElse(newTools, body[tools.start:tools.end]))
+		if newChoice != nil {
+			newTools = narrowed
+			applied = append(applied, note)
+		}
+	}
+	if len(applied) == 0 {
+		return nil, nil
+	}
+	edits := []edit{}
+	if newTools != nil {
+		edits = append(edits, edit{tools, newTools})
+	}
+	if newChoice != nil {
+		edits = append(edits, edit{top["tool_choice"], newChoice})
+	}
+	return splice(body, edits), applied
+}
+
+func orElse(a, b []byte) []byte {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// span is where a top-level member's value lies in the body.
+type span struct{ start, end int }
+
+type edit struct {
+	at  span
+	new []byte
+}
+
+// members finds the values of the top-level members of a JSON object.
+func members(body []byte) (map[string]span, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	out := map[string]span{}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		end := int(dec.InputOffset())
+		out[name] = span{end - len(v), end}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return out, true
+}
+
+// splice replaces the spans of edits in body with their new bytes.
+func splice(body []byte, edits []edit) []byte {
+	if len(edits) == 2 && edits[1].at.start < edits[0].at.start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	n := len(body)
+	for _, e := range edits {
+		n += len(e.new) - (e.at.end - e.at.start)
+	}
+	out := make([]byte, 0, n)
+	last := 0
+	for _, e := range edits {
+		out = append(out, body[last:e.at.start]...)
+		out = append(out, e.new...)
+		last = e.at.end
+	}
+	return append(out, body[last:]...)
+}
