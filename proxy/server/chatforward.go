@@ -112,9 +112,6 @@ func (x *exchange) answered(resp *upstream.Response) {
 // after the backend was chosen, or the client's read failing): the
 // backend request was abandoned before the body's last byte.
 func (x *exchange) bodyErr() error {
-	if err := x.bodyCheck(); err != nil {
-		return err
-	}
 	if x.fwd == nil {
 		return nil
 	}

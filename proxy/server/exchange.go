@@ -76,9 +76,6 @@ type exchange struct {
 	lease *balance.Lease
 	tried []*balance.Backend
 	obs   *observation // nil when the request is not observed
-	// check is the body's deferred validation (native.go), nil when the
-	// body was validated before it was sent.
-	check *deferredCheck
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -136,9 +133,8 @@ func (x *exchange) finish(err error) {
 	}
 }
 
-// forget lets the client's body go, once its deferred validation is over.
+// forget lets the client's body go.
 func (x *exchange) forget() {
-	x.bodyCheck()
 	if x.body != nil {
 		bufpool.Put(x.body) // translate's output never shares the input's memory
 		x.body = nil
@@ -156,17 +152,10 @@ func (x *exchange) forget() {
 // route of the last backend tried.
 func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	defer x.forget()
-	x.startCheck()
 	retries, waits := x.route.NumRetries, 0
 	for attempt := 0; ; attempt++ {
 		resp, err := s.pool.Do(x.ctx, x.call())
 		if err == nil {
-			if berr := x.bodyCheck(); berr != nil {
-				// The body is malformed: the backend's answer is not the client's.
-				resp.Body.Close()
-				x.done(balance.Abandoned, nil)
-				return nil, berr
-			}
 			x.answered(resp)
 			return resp, nil
 		}
@@ -287,7 +276,6 @@ func (x *exchange) call() upstream.Call {
 		StreamTimeout: r.StreamTimeout,
 		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
-		Sent:          x.sent(),
 	}
 	if x.fwd != nil {
 		x.forwardCall(&c)

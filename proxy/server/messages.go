@@ -36,7 +36,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	if s.passThroughOff(w, f) {
 		return
 	}
-	x, ok := s.prepareFor(w, r, f, translate.MessagesToChat, translate.MessagesToMessagesDeferred)
+	x, ok := s.prepareFor(w, r, f, translate.MessagesToChat, translate.MessagesToMessages)
 	if !ok {
 		return
 	}
@@ -108,7 +108,7 @@ func (s *Server) translatedBackendError(w http.ResponseWriter, r *http.Request, 
 	}
 	var re *translate.RequestError
 	if errors.As(err, &re) {
-		// The body's deferred validation (native.go) found it malformed.
+		// A retry translated the body again, for another backend, and it refused it.
 		f.write(w, requestProblem(err))
 		return
 	}
@@ -247,11 +247,10 @@ func (o *streamOut) emit(b []byte) bool {
 func (s *Server) awaitStream(r *http.Request, x *exchange, out *streamOut, ping func(dst []byte) []byte) (res doResult, cancel context.CancelFunc, ok bool) {
 	ctx, cancel := context.WithCancel(r.Context())
 	x.ctx = ctx
-	x.startCheck() // before the pings, which wait for its verdict
 	// send waits in this goroutine and a timer pings: a stream waiting on
 	// a cold backend has no goroutine of its own for the wait.
 	if s.ping > 0 {
-		defer startPinger(out.w, x.checkedWrite(out.emit), cancel, ping, s.ping).stop()
+		defer startPinger(out.w, out.emit, cancel, ping, s.ping).stop()
 	}
 	// send lets the bodies go once they are sent: a stream that lasts
 	// minutes, or waits for a cold backend, need not keep its 50 KB

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -52,79 +51,7 @@ func (x *exchange) nativeCall(path string) upstream.Call {
 		Timeout:       r.Timeout,
 		StreamTimeout: r.StreamTimeout,
 		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
-		Sent:          x.sent(),
 	}
-}
-
-// checkedWrite is write for the pings of a stream: when the body's
-// validation is deferred, no ping commits the stream before the body was
-// found valid (a malformed one gets its 400); the write fails instead.
-func (x *exchange) checkedWrite(write func([]byte) bool) func([]byte) bool {
-	c := x.check
-	if c == nil {
-		return write
-	}
-	return func(b []byte) bool {
-		if c.run(); c.err != nil {
-			return false
-		}
-		return write(b)
-	}
-}
-
-// sent is what upstream calls once the body was written
-// (upstream.Call.Sent): the deferred validation, when the body has one.
-func (x *exchange) sent() func() {
-	if x.check == nil {
-		return nil
-	}
-	return x.check.run
-}
-
-// deferredCheck is the validation of a client's body that was sent
-// before it was validated (translate.BackendRequest.Check). It runs once:
-// in the goroutine that wrote the body, right after it was written
-// (upstream.Call.Sent: the handler's own on a plain-HTTP backend, the
-// transport's otherwise), while the backend reads it, or else when its
-// verdict is asked for. A body found malformed cancels the backend
-// request at once.
-type deferredCheck struct {
-	once   sync.Once
-	check  func() error
-	cancel context.CancelCauseFunc
-	err    error
-}
-
-func (c *deferredCheck) run() {
-	c.once.Do(func() {
-		if c.err = c.check(); c.err != nil {
-			c.cancel(c.err)
-		}
-	})
-}
-
-// startCheck arms the deferred validation of the client's body, if it
-// has one: the attempts' context is then cancelled when it fails.
-func (x *exchange) startCheck() {
-	check := x.req.Check
-	x.req.Check = nil
-	if check == nil || x.check != nil {
-		return
-	}
-	ctx, cancel := context.WithCancelCause(x.ctx)
-	x.ctx = ctx
-	x.check = &deferredCheck{check: check, cancel: cancel}
-}
-
-// bodyCheck returns the verdict of the body's deferred validation, running
-// it or waiting for it if need be: nil when the body is valid, or was
-// validated before it was sent.
-func (x *exchange) bodyCheck() error {
-	if x.check == nil {
-		return nil
-	}
-	x.check.run()
-	return x.check.err
 }
 
 // nativeStream serves a Messages stream when a backend of the pool speaks

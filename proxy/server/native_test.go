@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
-	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
 
 // newNativeHarness is the proxy with vendora/ routes (claude-opus-5-5 and
@@ -428,63 +424,5 @@ func TestNativeChatSDK(t *testing.T) {
 	}
 	if reqs := nativeRequests(t, h); len(reqs) != 2*len(cases) || !strings.Contains(string(reqs[0].Body), `"input_schema"`) {
 		t.Fatalf("the backend did not get Messages requests: %+v", reqs)
-	}
-}
-
-// abandonedBackend is a backend that answers a request holding "valid
-// text" with answer (JSON), and any other only when it is cancelled, which
-// it then reports on cancelled.
-func abandonedBackend(t *testing.T, answer string) (backend *httptest.Server, cancelled chan struct{}) {
-	cancelled = make(chan struct{}, 16)
-	backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if bytes.Contains(b, []byte("valid text")) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(answer))
-			return
-		}
-		<-r.Context().Done()
-		cancelled <- struct{}{}
-	}))
-	t.Cleanup(backend.Close)
-	return backend, cancelled
-}
-
-// TestNativeMalformedBodyAbandoned: a body that only the validation finds
-// malformed (the pass-through sends a body before it has validated it:
-// MessagesToMessagesDeferred) gets the 400 the translation words, in the
-// Messages shape, and the backend request is abandoned: this backend
-// answers only when its request is cancelled, so the client would
-// otherwise wait for ever. A stream too, though the pings (every
-// millisecond here) would commit it if they did not wait for the body's
-// verdict. A valid body through the same backend is answered.
-func TestNativeMalformedBodyAbandoned(t *testing.T) {
-	backend, cancelled := abandonedBackend(t, `{"id":"msg_1","type":"message","role":"assistant","model":"qwen3-coder","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
-	h := newNativeHarness(t, harnessOptions{backendURL: backend.URL + "/v1", ping: time.Millisecond})
-	for _, body := range []string{
-		"{\"model\":\"local-model\",\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"a control \x01 character\"}]}",
-		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"a bad escape \q"}]}`,
-		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"n":01}}`,
-		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"a":tru}}`,
-		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"a" "b"}}`,
-		`{"model":"local-model","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"a bad escape \q"}]}`,
-		`{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"hi"}],"metadata":{"n":01},"stream":true}`,
-	} {
-		_, want := translate.MessagesToMessages([]byte(body), func(string) (translate.Target, error) { return translate.Target{BackendModel: "qwen3-coder"}, nil })
-		if want == nil {
-			t.Fatalf("%s: the translation takes it", body)
-		}
-		resp, b := h.do(http.MethodPost, "/v1/messages", body, nil, false)
-		if resp.StatusCode != 400 {
-			t.Fatalf("%s: %d %s", body, resp.StatusCode, b)
-		}
-		checkErrorShape(t, "/v1/messages", b, "invalid_request_error", want.Error())
-	}
-	if len(cancelled) == 0 {
-		t.Error("no malformed body reached the backend before it was validated: the test shows nothing of the abandon")
-	}
-	resp, b := h.do(http.MethodPost, "/v1/messages", `{"model":"local-model","max_tokens":32,"messages":[{"role":"user","content":"valid text"}]}`, nil, false)
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"model":"local-model"`) {
-		t.Fatalf("a valid body: %d %s", resp.StatusCode, b)
 	}
 }

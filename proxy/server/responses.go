@@ -19,15 +19,11 @@ import (
 // that speaks the Messages format (vendora/) is reached through the Chat
 // format, as a Chat client's request to it is: Responses → Chat → Messages,
 // and the answer Messages → Chat → Responses. The proxy is stateless: the
-// client sends the whole conversation every turn. To a Chat backend the
-// body goes before the text of its strings is validated, which runs while
-// the backend reads it (translate.ResponsesToChatDeferred; a malformed one
-// still gets its 400 and the backend request is abandoned); the way to a
-// Messages backend validates first, as it translates twice.
+// client sends the whole conversation every turn.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 	var call *translate.ResponsesCall
 	x, ok := s.prepareFor(w, r, f, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
-		br, c, err := translate.ResponsesToChatDeferred(body, resolve)
+		br, c, err := translate.ResponsesToChat(body, resolve)
 		call = c
 		return br, err
 	}, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {

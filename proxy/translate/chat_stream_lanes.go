@@ -133,9 +133,7 @@ type chatLanes struct {
 	backendDone bool  // [DONE] came, or the finish and its usage
 	err         error // a stream error read returned; read keeps returning it
 
-	dec   sse.Decoder
-	chunk chat.Chunk   // reused by every chunk
-	cd    chunkDecoder // decodes them
+	dec sse.Decoder
 
 	lanes []lane
 	next  int // the next lane to open; lanes[next:] wait
@@ -237,8 +235,9 @@ func (c *chatLanes) readEnd(dst []byte, w laneWriter) ([]byte, *BackendError) {
 var doneData = []byte("[DONE]")
 
 // chunkOptions decode backend text whatever its UTF-8: invalid bytes
-// become U+FFFD rather than failing the chunk.
-var chunkOptions = jsontext.AllowInvalidUTF8(true)
+// become U+FFFD rather than failing the chunk; a repeated member name is
+// taken, the last one winning.
+var chunkOptions = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
 // event handles the data of one backend event.
 func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
@@ -250,7 +249,8 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		c.backendDone = true
 		return w.end(dst), nil
 	}
-	if err := c.cd.decode(data, &c.chunk); err != nil {
+	var chunk chat.Chunk
+	if err := json.Unmarshal(data, &chunk, chunkOptions); err != nil {
 		if bytes.IndexByte(data, '\n') >= 0 {
 			// Some servers forget the blank line between events, so one
 			// event holds several data lines: read them one by one.
@@ -267,7 +267,7 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		}
 		return dst, nil // not a chunk (a keep-alive, a server's own notice)
 	}
-	ck := &c.chunk
+	ck := &chunk
 	if ck.Error != nil || len(ck.Choices) == 0 && ck.Usage == nil {
 		// An error object; or maybe an error in a shape without one, such as
 		// {"detail": …}, that decodes as an empty chunk.

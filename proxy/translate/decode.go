@@ -1,6 +1,6 @@
 package translate
 
-// Decoding a Messages request, and wording its decode errors.
+// Decoding a client's request, and wording its decode errors.
 
 import (
 	"errors"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
 // decodeOpts: duplicate member names are accepted (the last one wins, as in
@@ -28,18 +26,11 @@ var aliasRaw = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.D
 	return err
 }))
 
-// decodeRequest decodes a Messages request. Its raw values alias body.
-func decodeRequest(body []byte, req *messages.Request) error {
-	return decodeWith(body, req, decodeRequestFast)
-}
-
-// decodeWith decodes a request with its format's fast decoder, and with
-// jsonv2 where that gives up (jsonv2 also words the errors). Raw values
-// alias body.
-func decodeWith[R any](body []byte, req *R, decodeFast func([]byte, *R) bool) error {
-	if decodeFast(body, req) {
-		return nil
-	}
+// decode decodes a client's request into its wire type (a
+// messages.Request, a responses.Request), validating the whole body:
+// raw values alias body, and a malformed body is a *RequestError that
+// says where.
+func decode[R any](body []byte, req *R) error {
 	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {
 		return decodeError(err)
 	}

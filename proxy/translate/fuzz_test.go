@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -144,4 +145,22 @@ func FuzzChatToMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// chunkData returns the data of every chunk of the backend stream
+// fixtures.
+func chunkData(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, name := range fixtures.BackendStreams() {
+		b, err := fixtures.Backend(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok && !bytes.Equal(bytes.TrimSpace(data), doneData) {
+				out = append(out, bytes.TrimSpace(data))
+			}
+		}
+	}
+	return out
 }

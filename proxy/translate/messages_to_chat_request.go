@@ -21,7 +21,7 @@ import (
 // folded system turns) are joined in their escaped form.
 func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	var req messages.Request
-	if err := decodeRequest(body, &req); err != nil {
+	if err := decode(body, &req); err != nil {
 		return BackendRequest{}, err
 	}
 	if err := validate(&req); err != nil {

@@ -34,32 +34,6 @@ func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
 	return passThrough(body, top, resolve)
 }
 
-// MessagesToMessagesDeferred is MessagesToMessages for a caller that sends
-// the body to the backend before it is validated, and validates it while
-// the backend reads it: it finds the members to edit by skimming the body
-// (skimObject, about half the CPU of the validating scan), and
-// BackendRequest.Check validates it. Check returns the error
-// MessagesToMessages returns for that body (nil when it returns none),
-// and the request is then the same. A request it cannot skim, or whose
-// edits fail, goes through MessagesToMessages, with no Check.
-func MessagesToMessagesDeferred(body []byte, resolve Resolver) (BackendRequest, error) {
-	if top, err := skimObject(body); err == nil {
-		br, err := passThrough(body, top, resolve)
-		if err == nil {
-			br.Check = func() error { return validateObject(body) }
-			return br, nil
-		}
-	}
-	return MessagesToMessages(body, resolve)
-}
-
-// validateObject returns the error scanObject returns for body, nil when
-// it is a valid JSON object.
-func validateObject(body []byte) error {
-	_, err := scanObject(body, false, func([]byte) bool { return false })
-	return err
-}
-
 // passThrough is MessagesToMessages on a body whose members were read.
 func passThrough(body []byte, top object, resolve Resolver) (BackendRequest, error) {
 	target, stream, rename, err := passThroughTarget(top, resolve)

@@ -111,7 +111,12 @@ func TestMessagesToMessagesClientFixtures(t *testing.T) {
 }
 
 func TestMessagesToMessagesErrors(t *testing.T) {
-	for _, in := range []string{``, `[]`, `{"model":1}`, `{"max_tokens":1}`, `{"model":"a","stream":"yes"}`, `{"model":"a",}`} {
+	for _, in := range []string{``, `[]`, `{"model":1}`, `{"max_tokens":1}`, `{"model":"a","stream":"yes"}`, `{"model":"a",}`,
+		// Malformed past the members the pass-through edits.
+		"{\"model\":\"a\",\"messages\":\"\x01\"}", `{"model":"a","x":"\q"}`, `{"model":"a","x":01}`, `{"model":"a","x":tru}`,
+		`{"model":"a","x":{"a" "b"}}`, `{"model":"a","x":[1,]}`, `{"model":"a","x":{"a":1,}}`, `{"model":"a","x":-}`,
+		"{\"model\":\"a\",\"x\":\"\xff\"}", `{"model":"a","x":"\ud800"}`, `{"model":"a","x":[}`, `{"model":"a","x":{]}`,
+		`{"model":"a"} x`, `{"model":"a","x":"}`} {
 		_, err := MessagesToMessages([]byte(in), resolverFor(tgtNative))
 		var re *RequestError
 		if !errors.As(err, &re) {
@@ -131,7 +136,6 @@ func FuzzMessagesToMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, maxOut int) {
 		tgt := tgtNative
 		tgt.MaxOutputTokens = maxOut
-		sameDeferred(t, body, tgt)
 		br, err := MessagesToMessages(body, resolverFor(tgt))
 		var out map[string]jsontext.Value
 		if !fuzzOutput(t, br, err, &out, jsontext.AllowDuplicateNames(true)) {
@@ -214,104 +218,12 @@ func TestListed(t *testing.T) {
 	}
 }
 
-// BenchmarkSkimObject and BenchmarkScanObject: the top-level members of
-// the client's request found trusting it to be JSON, and validating it.
-func BenchmarkSkimObject(b *testing.B) {
-	runBench(b, benchBody(b), func(body []byte) {
-		if _, err := skimObject(body); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
-
+// BenchmarkScanObject: the top-level members of the client's request
+// found, the body validated.
 func BenchmarkScanObject(b *testing.B) {
 	runBench(b, benchBody(b), func(body []byte) {
 		if _, err := scanObject(body, false, nil); err != nil {
 			b.Fatal(err)
-		}
-	})
-}
-
-// sameDeferred checks MessagesToMessagesDeferred against MessagesToMessages
-// on one body: the same request when the body is valid (its Check, if
-// any, passing), and else the same error, at once or from Check.
-func sameDeferred(t *testing.T, body []byte, tgt Target) {
-	t.Helper()
-	want, wantErr := MessagesToMessages(body, resolverFor(tgt))
-	got, err := MessagesToMessagesDeferred(body, resolverFor(tgt))
-	if err == nil && got.Check != nil {
-		err = got.Check()
-	}
-	switch {
-	case (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error():
-		t.Fatalf("%q: deferred error %v, MessagesToMessages %v", body, err, wantErr)
-	case err == nil && (!bytes.Equal(got.Body, want.Body) || got.Target != want.Target || got.Stream != want.Stream):
-		t.Fatalf("%q: deferred request\n%s\n%+v %v, MessagesToMessages\n%s\n%+v %v", body, got.Body, got.Target, got.Stream, want.Body, want.Target, want.Stream)
-	}
-}
-
-// MessagesToMessagesDeferred makes the request MessagesToMessages makes,
-// and finds the same errors, on the client's requests (stream and not),
-// the fuzz seeds, and malformed bodies of every
-// kind the skim cannot see.
-func TestMessagesToMessagesDeferred(t *testing.T) {
-	var bodies [][]byte
-	for _, name := range fixtures.ClientRequests() {
-		body := clientBody(t, name)
-		bodies = append(bodies, body, bytes.Replace(body, []byte(`"stream": true`), []byte(`"stream": false`), 1))
-	}
-	for _, s := range fuzzMessagesSeeds {
-		bodies = append(bodies, []byte(s))
-	}
-	for _, s := range []string{
-		`{"model":"a","messages":[{"role":"user","content":"q"}]}`,
-		` {"model" : "a" , "stream":false, "betas":[1], "system":[{"type":"text","text":"x-anthropic-billing-header: v"}]} `,
-		`{"model":"a","max_tokens":128000,"context_management":{"a":"}{]["},"cache_control":null}`,
-		`{"model":"a","messages":"\"}\\"}`,
-		`{"mod\u0065l":"a"}`, `{"model":"a","model":"b"}`, `{"model":"a","stream":null}`, `{"model":"a","stream":true}`,
-		`{"model":"a","stream":"yes"}`, `{"model":1}`, `{}`, `{"stream":false}`,
-		// Malformed, in ways only the validation sees.
-		"{\"model\":\"a\",\"messages\":\"\x01\"}", `{"model":"a","x":"\q"}`, `{"model":"a","x":01}`, `{"model":"a","x":tru}`,
-		`{"model":"a","x":{"a" "b"}}`, `{"model":"a","x":[1,]}`, `{"model":"a","x":{"a":1,}}`, `{"model":"a","x":-}`,
-		"{\"model\":\"a\",\"x\":\"\xff\"}", `{"model":"a","x":"\ud800"}`, `{"model":"a","x":[}`, `{"model":"a","x":{]}`,
-		`{"model":1,"x":tru}`, `{"x":tru}`, `{"model":"a","stream":tru}`,
-		// Malformed where the skim sees it too.
-		`{"model":"a"`, `{"model":"a",}`, `{"model":"a"} x`, `[]`, ``, `{"model":"a","x":"}`, `{"model":"a","x":[[]}`,
-		`{"model" "a"}`, `{model:"a"}`,
-	} {
-		bodies = append(bodies, []byte(s))
-	}
-	for _, body := range bodies {
-		for _, maxOut := range []int{0, 10} {
-			tgt := tgtNative
-			tgt.MaxOutputTokens = maxOut
-			sameDeferred(t, body, tgt)
-		}
-	}
-}
-
-// skimObject finds the members scanObject finds in every valid object,
-// and never panics on anything else.
-func FuzzSkimObject(f *testing.F) {
-	for _, name := range fixtures.ClientRequests() {
-		f.Add(clientBody(f, name))
-	}
-	for _, s := range fuzzMessagesSeeds {
-		f.Add([]byte(s))
-	}
-	for _, s := range []string{`{}`, ` { "a" : "\\\"" , "b":[{"c":"]"}], "d" : -1.5e3 , "e":true}`, `{"a":"\\\\"}`, `{"a":1,}`, `{"a" "b"}`, `{"a":[}`, `{"a":"\"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := skimObject(body)
-		want, wantErr := scanObject(body, false, nil)
-		if wantErr != nil {
-			return
-		}
-		if err != nil || got.open != want.open || got.members != want.members || !slices.EqualFunc(got.list, want.list, func(a, b member) bool {
-			return a.name == b.name && a.start == b.start && a.end == b.end && a.keyStart == b.keyStart && bytes.Equal(a.value, b.value)
-		}) {
-			t.Fatalf("%q: skim %+v, %v; scan %+v", body, got.list, err, want.list)
 		}
 	})
 }

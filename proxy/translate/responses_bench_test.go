@@ -114,32 +114,3 @@ func BenchmarkResponsesStreamReasoning(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkResponsesToChatDeferred translates the recorded Codex request
-// as the server does (ResponsesToChatDeferred), and runs its Check apart:
-// the translation is what a request waits for, the check runs while the
-// backend reads the body.
-func BenchmarkResponsesToChatDeferred(b *testing.B) {
-	resolve := resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true})
-	body := codexBody(b, "01-text-turn.json")
-	b.Run("translate", func(b *testing.B) {
-		runBench(b, body, func(body []byte) {
-			br, _, err := ResponsesToChatDeferred(body, resolve)
-			if err != nil || br.Check == nil {
-				b.Fatal(err, br.Check == nil)
-			}
-			bufpool.Put(br.Body)
-		})
-	})
-	b.Run("check", func(b *testing.B) {
-		br, _, err := ResponsesToChatDeferred(body, resolve)
-		if err != nil || br.Check == nil {
-			b.Fatal(err, br.Check == nil)
-		}
-		runBench(b, body, func([]byte) {
-			if err := br.Check(); err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
-}

@@ -76,72 +76,19 @@ const customInputKey = "input"
 //     stream with usage) pass; store, include, metadata, prompt_cache_key
 //     and other members are accepted and ignored.
 //
-// The body is read in one pass (decodeResponses) and the Chat body written
-// directly, texts, descriptions and schemas copied as the client escaped
-// them: the bytes are those jsonv2 would marshal (canonical.go).
+// The body is decoded with jsonv2 (raw values as slices of it) and the
+// Chat body written directly, texts, descriptions and schemas copied as
+// the client escaped them.
 func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
-	return responsesToChat(body, resolve, false)
-}
-
-// responsesToChat is ResponsesToChat; recheck has it check every string
-// and schema for canonical form even when the decoder found the body
-// canonical (the reference the tests compare with).
-func responsesToChat(body []byte, resolve Resolver, recheck bool) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	canonical, err := decodeResponses(body, &req)
-	if err != nil {
+	if err := decode(body, &req); err != nil {
 		return BackendRequest{}, nil, err
 	}
-	return responsesBuild(body, &req, canonical && !recheck, resolve)
+	return responsesBuild(body, &req, resolve)
 }
 
-// ResponsesToChatDeferred is ResponsesToChat for a caller that sends the
-// body to the backend before its strings' text is validated, and validates
-// it while the backend reads it (BackendRequest.Check), as
-// MessagesToMessagesDeferred does for the native path. The body is decoded
-// by the same scanner, which checks its structure, numbers, literals,
-// escapes and member names as ever, but leaves the text of its strings
-// (control characters, UTF-8: about half of the decoder's work) to Check.
-// Nothing the translation decides depends on that text being valid, so
-// for a body that Check finds valid the request is the one ResponsesToChat
-// writes, byte for byte; Check returns the error ResponsesToChat returns
-// for that body (nil when it returns none). A body the scanner does not
-// take, or whose translation fails, goes through ResponsesToChat itself,
-// with no Check, so its error is the same.
-func ResponsesToChatDeferred(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
-	var req responses.Request
-	if ok, canonical := decodeResponsesFast(body, &req, true); ok {
-		br, call, err := responsesBuild(body, &req, canonical, resolve)
-		if err == nil {
-			target := br.Target
-			br.Check = func() error {
-				return checkResponsesBody(body, func(string) (Target, error) { return target, nil })
-			}
-			return br, call, nil
-		}
-	}
-	return ResponsesToChat(body, resolve)
-}
-
-// checkResponsesBody is the Check of ResponsesToChatDeferred, for a body
-// its scanner took: the error ResponsesToChat returns for body, or nil. A
-// body without a control character or a byte of invalid UTF-8 anywhere (a
-// compact body: the usual) has no bad text in its strings, which one pass
-// over its bytes tells (~4 µs for Codex's 43 KB, against ~10 µs for the
-// checks of each string's text); any other (an indented body has control
-// characters between its members) is translated again, validated whole.
-func checkResponsesBody(body []byte, resolve Resolver) error {
-	if checkText(body) < 0 {
-		return nil
-	}
-	br, _, err := ResponsesToChat(body, resolve)
-	bufpool.Put(br.Body)
-	return err
-}
-
-// responsesBuild is ResponsesToChat on a decoded request; canonical says
-// that its strings and tools' parameters may be copied as they are.
-func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
+// responsesBuild is ResponsesToChat on a decoded request.
+func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 		return BackendRequest{}, nil, invalidf("previous_response_id: not supported: the proxy is stateless and keeps no responses. Send the whole conversation in input (and store: false) instead")
 	}
@@ -156,11 +103,11 @@ func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve
 		return BackendRequest{}, nil, err
 	}
 	call := &ResponsesCall{}
-	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8), canonical: canonical}
+	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8)}
 	switch req.Instructions.Kind() {
 	case '"':
 		if len(req.Instructions) > len(`""`) {
-			b.push(chatTurn{role: "system", parts: []turnPart{{text: b.inner(req.Instructions)}}})
+			b.push(chatTurn{role: "system", parts: []turnPart{{text: inner(req.Instructions)}}})
 		}
 	case 'n', jsontext.KindInvalid:
 	default:
@@ -173,7 +120,7 @@ func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve
 	if len(b.turns) == 0 {
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
-	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream, canonical: b.canonical}
+	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream}
 	if out.tools, err = b.tools(make([]chatTool, 0, toolCount(req.Tools)), req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
@@ -197,7 +144,7 @@ func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve
 		}
 	}
 	if req.User.Kind() == '"' {
-		out.user = b.inner(req.User)
+		out.user = inner(req.User)
 	}
 	if target.SupportsReasoningEffort && req.Reasoning != nil && req.Reasoning.Effort != nil {
 		out.reasoningEffort = responsesEffort(*req.Reasoning.Effort)
@@ -217,11 +164,7 @@ func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve
 	}
 	// Written into a pooled buffer (the caller gives it back), about the
 	// size of the request.
-	chatBody, err := out.append(bufpool.Get(len(body)+1024), b.turns)
-	if err != nil {
-		bufpool.Put(chatBody)
-		return BackendRequest{}, nil, invalidf("encoding the backend request: %v", err)
-	}
+	chatBody := out.append(bufpool.Get(len(body)+1024), b.turns)
 	// An estimate for a stream whose backend never reports usage: four
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
@@ -241,8 +184,7 @@ func responsesBuild(body []byte, req *responses.Request, canonical bool, resolve
 }
 
 // chatRequestOut is the Chat request ResponsesToChat builds, beside its
-// messages; strings and raw values are as they are written (canonical
-// JSON, see canonicalInner).
+// messages; strings and raw values are as the client wrote them.
 type chatRequestOut struct {
 	model             string
 	tools             []chatTool
@@ -254,7 +196,6 @@ type chatRequestOut struct {
 	reasoningEffort   string
 	responseFormat    jsontext.Value
 	stream            bool
-	canonical         bool // the tools' parameters are canonical: copied as they are
 }
 
 // chatTool is a Chat function tool: its description is the inside of a
@@ -267,10 +208,9 @@ type chatTool struct {
 	parameters jsontext.Value
 }
 
-// append writes the Chat request with its messages, as jsonv2 would
-// marshal it (the goldens were written so): members in this order, zero
-// ones left out, raw values compact and canonical.
-func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
+// append writes the Chat request with its messages: members in this
+// order, zero ones left out, raw values as the client wrote them.
+func (o *chatRequestOut) append(w []byte, turns []chatTurn) []byte {
 	w = append(w, `{"model":`...)
 	w = appendQuoted(w, o.model)
 	w = append(w, `,"messages":[`...)
@@ -296,14 +236,7 @@ func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
 				w = appendString(w, t.desc[:t.ndesc])
 			}
 			w = append(w, `,"parameters":`...)
-			if o.canonical {
-				w = append(w, t.parameters...)
-			} else {
-				var err error
-				if w, err = appendCanonical(w, t.parameters); err != nil {
-					return w, err
-				}
-			}
+			w = append(w, t.parameters...)
 			w = append(w, `}}`...)
 		}
 		w = append(w, ']')
@@ -338,7 +271,7 @@ func (o *chatRequestOut) append(w []byte, turns []chatTurn) ([]byte, error) {
 	if o.stream {
 		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	}
-	return append(w, '}'), nil
+	return append(w, '}')
 }
 
 // chatTurn is a Chat message under construction.
@@ -350,9 +283,8 @@ type chatTurn struct {
 }
 
 // turnPart is text, or an image (a URL or data URL) when image is set:
-// the inside of a JSON string, escaped as jsonv2 escapes (the client's
-// escapes when they are so): it goes on to the backend without being
-// unquoted and quoted again.
+// the inside of a JSON string, escaped as the client escaped it: it goes
+// on to the backend without being unquoted and quoted again.
 type turnPart struct {
 	text  []byte
 	image bool
@@ -393,22 +325,20 @@ func (t *chatTurn) msg() chatMsg {
 }
 
 type responsesBuilder struct {
-	call      *ResponsesCall
-	turns     []chatTurn
-	images    []turnPart // images of tool outputs, for a user turn after them
-	canonical bool       // the body's strings are canonical (decodeResponses)
+	call   *ResponsesCall
+	turns  []chatTurn
+	images []turnPart // images of tool outputs, for a user turn after them
 }
 
-// inner is canonicalInner of the string v of the request, without a
-// second look at its bytes when the decoder found them all canonical.
-func (b *responsesBuilder) inner(v []byte) []byte {
-	if !b.canonical {
-		return canonicalInner(v)
+// unquoted returns the text of the valid JSON string v (quoted): its
+// inside when it has no escapes, else a copy unescaped.
+func unquoted(v []byte) []byte {
+	in := inner(v)
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in
 	}
-	if len(v) < 2 {
-		return nil
-	}
-	return v[1 : len(v)-1]
+	s, _ := jsontext.AppendUnquote(nil, v)
+	return s
 }
 
 // push appends a turn, merging it into the previous one when both are
@@ -447,7 +377,7 @@ func (b *responsesBuilder) input(in *responses.Input) error {
 	if in.Items == nil {
 		switch in.Text.Kind() {
 		case '"':
-			b.push(chatTurn{role: "user", parts: []turnPart{{text: b.inner(in.Text)}}})
+			b.push(chatTurn{role: "user", parts: []turnPart{{text: inner(in.Text)}}})
 			return nil
 		case jsontext.KindInvalid, 'n':
 			return invalidf("input: required (a string, or an array of input items)")
@@ -500,7 +430,7 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if err != nil {
 			return err
 		}
-		in := b.inner(raw)
+		in := inner(raw)
 		args := make([]byte, 0, len(in)+len(customInputKey)+8)
 		args = append(append(append(args, `{"`+customInputKey+`":"`...), in...), `"}`...)
 		b.pushCall(it, args)
@@ -551,7 +481,7 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 			}
 		}
 	case it.Content.Text.Kind() == '"':
-		parts = append(parts, turnPart{text: b.inner(it.Content.Text)})
+		parts = append(parts, turnPart{text: inner(it.Content.Text)})
 	default:
 		return invalidf("input.%d.content: must be a string or an array of content parts", i)
 	}
@@ -574,7 +504,7 @@ func (b *responsesBuilder) contentPart(p *responses.Part, i, j int) (turnPart, b
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 		switch p.Text.Kind() {
 		case '"':
-			return turnPart{text: b.inner(p.Text)}, len(p.Text) > len(`""`), nil
+			return turnPart{text: inner(p.Text)}, len(p.Text) > len(`""`), nil
 		case 'n', jsontext.KindInvalid:
 			return turnPart{}, false, nil
 		}
@@ -609,7 +539,7 @@ func (b *responsesBuilder) outputParts(c *responses.Content, i int) ([]turnPart,
 		}
 		return out, nil
 	case c.Text.Kind() == '"':
-		return []turnPart{{text: b.inner(c.Text)}}, nil
+		return []turnPart{{text: inner(c.Text)}}, nil
 	case c.Text == nil:
 		return nil, nil
 	}
@@ -647,7 +577,7 @@ func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespa
 				return nil, err
 			}
 			def := chatTool{name: name, parameters: t.Parameters}
-			if in := b.inner(desc); len(in) > 0 {
+			if in := inner(desc); len(in) > 0 {
 				def.desc[0], def.ndesc = in, 1
 			}
 			if t.Type == "custom" {
@@ -661,7 +591,7 @@ func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespa
 					if err != nil {
 						return nil, err
 					}
-					if in := b.inner(grammar); len(in) > 0 {
+					if in := inner(grammar); len(in) > 0 {
 						def.desc[def.ndesc] = quoteInner("\n\nThe input is free text (not JSON) in this " + f.Syntax + " grammar:\n")
 						def.desc[def.ndesc+1] = in
 						def.ndesc += 2
@@ -791,3 +721,25 @@ func responseFormat(v jsontext.Value) (jsontext.Value, error) {
 
 // jsonQuote quotes s as a JSON string (invalid UTF-8 becomes U+FFFD).
 func jsonQuote(s string) []byte { return appendQuoted(nil, s) }
+
+// rawString is a raw value that must be a JSON string, member field of
+// element i of list: it reports the string (quoted) when it is one, nil
+// for null or absent, and an error naming list.i.field for another kind
+// (the path is written only then: most requests have no error to word).
+func rawString(v jsontext.Value, list string, i int, field string) (jsontext.Value, error) {
+	switch v.Kind() {
+	case '"':
+		return v, nil
+	case 'n', jsontext.KindInvalid:
+		return nil, nil
+	}
+	return nil, invalidf("%s.%d.%s: must be a string, got %s", list, i, field, kindName(v.Kind()))
+}
+
+// prefixed puts where in front of a decode error's path.
+func prefixed(where string, err error) error {
+	if re, ok := err.(*RequestError); ok {
+		return &RequestError{Msg: where + "." + re.Msg}
+	}
+	return err
+}

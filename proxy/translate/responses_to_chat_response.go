@@ -34,7 +34,7 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // is an error (the backend is at fault, not the client).
 func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
-	if err := decodeChatResponse(chatBody, &resp); err != nil {
+	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
 	}
 	out := newResponse(responseID, alias, createdAt, responses.StatusCompleted)

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"unicode/utf8"
@@ -22,15 +21,6 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
-	// odd is set by an escape that jsonv2 would write otherwise (\/, or
-	// a \u that canonicalEscape refuses): a body without one has all its
-	// strings in canonical form (canonical.go).
-	odd bool
-	// trustText has str leave the text of strings unchecked (control
-	// characters, UTF-8): their ends and escapes are read and checked as
-	// ever. For a caller that validates the text apart
-	// (ResponsesToChatDeferred); no other scanner sets it.
-	trustText bool
 }
 
 // maxDepth is jsontext's limit on nesting.
@@ -301,10 +291,8 @@ func (s *scanner) str() error {
 		if bs >= 0 {
 			seg = seg[:bs]
 		}
-		if !s.trustText {
-			if k := checkText(seg); k >= 0 {
-				return s.textError(j + k)
-			}
+		if k := checkText(seg); k >= 0 {
+			return s.textError(j + k)
 		}
 		if bs < 0 {
 			s.i = q + 1
@@ -423,10 +411,7 @@ func (s *scanner) escape(j int) (int, error) {
 		return 0, s.eof()
 	}
 	switch b[j+1] {
-	case '"', '\\', 'b', 'f', 'n', 'r', 't':
-		return 2, nil
-	case '/':
-		s.odd = true
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		return 2, nil
 	case 'u':
 		r, ok := hex4(b, j+2)
@@ -437,7 +422,6 @@ func (s *scanner) escape(j int) (int, error) {
 			s.i = j
 			return 0, s.errorf("invalid escape sequence %q in string", b[j:j+6])
 		}
-		s.odd = s.odd || !canonicalEscape(b[j:j+6])
 		switch {
 		case r >= 0xd800 && r < 0xdc00: // a high surrogate: a low one must follow
 			if j+12 <= len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
@@ -560,146 +544,4 @@ func knownName(name []byte) string {
 		return "tool_result"
 	}
 	return string(name)
-}
-
-// errSkim: skimObject could not read the body's structure; the strict
-// scanner says what is wrong with it.
-var errSkim = errors.New("translate: not an object skimObject can read")
-
-// skimObject reads the top-level members of a JSON object as scanObject
-// does (every member, want nil), but trusts the body to be valid JSON: it
-// reads only the structure of strings and brackets that tells where each
-// value ends, not the grammar, escapes or UTF-8 that scanObject checks.
-// On a valid body it returns what scanObject does; on any other it
-// returns errSkim or members that mean nothing, never panicking. A caller
-// validates the body apart (validateObject).
-func skimObject(body []byte) (object, error) {
-	sc := scanner{b: body}
-	var o object
-	if sc.ws() != '{' {
-		return o, errSkim
-	}
-	o.open = sc.i
-	sc.i++
-	o.list = make([]member, 0, 16)
-	if sc.ws() == '}' {
-		sc.i++
-		return o, sc.skimEnd()
-	}
-	for {
-		if sc.ws() != '"' {
-			return o, errSkim
-		}
-		keyStart := sc.i
-		if !sc.skimString() {
-			return o, errSkim
-		}
-		raw := body[keyStart:sc.i]
-		if sc.ws() != ':' {
-			return o, errSkim
-		}
-		sc.i++
-		sc.ws()
-		start := sc.i
-		if !sc.skimValue() {
-			return o, errSkim
-		}
-		name, err := rawName(raw)
-		if err != nil {
-			return o, errSkim
-		}
-		o.members++
-		o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: knownName(name), keyStart: keyStart})
-		switch sc.ws() {
-		case ',':
-			sc.i++
-		case '}':
-			sc.i++
-			return o, sc.skimEnd()
-		default:
-			return o, errSkim
-		}
-	}
-}
-
-// skimEnd: nothing but whitespace follows the object.
-func (s *scanner) skimEnd() error {
-	if s.ws() != 0 {
-		return errSkim
-	}
-	return nil
-}
-
-// skimString moves past the string whose opening quote is at s.i.
-func (s *scanner) skimString() bool {
-	end := stringEnd(s.b, s.i)
-	if end < 0 {
-		return false
-	}
-	s.i = end
-	return true
-}
-
-// stringEnd returns the offset after the string whose opening quote is
-// at b[open]: after the first quote that no odd run of backslashes
-// escapes; -1 when there is none.
-func stringEnd(b []byte, open int) int {
-	for i := open + 1; ; i++ {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		i += j
-		k := i
-		for k > open+1 && b[k-1] == '\\' {
-			k--
-		}
-		if (i-k)%2 == 0 {
-			return i + 1
-		}
-	}
-}
-
-// skimValue moves past the value at s.i: a string, an object or array
-// (to its matching bracket, strings skipped), or a scalar (to the next
-// delimiter). It reports false when the input ends first or there is no
-// value.
-func (s *scanner) skimValue() bool {
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.skimString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.skimString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return s.i > start
-		}
-		s.i++
-	}
-	return s.i > start
 }

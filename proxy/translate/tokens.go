@@ -246,7 +246,7 @@ type TokenCount struct {
 // *RequestError.
 func DecodeTokenCount(body []byte) (*TokenCount, error) {
 	c := &TokenCount{}
-	if err := decodeRequest(body, &c.req); err != nil {
+	if err := decode(body, &c.req); err != nil {
 		return nil, err
 	}
 	if c.req.Model == "" {

@@ -55,13 +55,6 @@ type BackendRequest struct {
 	// stream translated back to it (ChatToMessagesRequest only).
 	IncludeUsage bool
 	MaxTokens    int // the output limit sent to the backend; 0 when the request set none
-	// Check, when set, validates the client's body, which the translation
-	// only skimmed (MessagesToMessagesDeferred): the caller may send Body
-	// first and run Check meanwhile, but answers nothing from the backend
-	// before Check returned nil. Its error is the one the translation would
-	// have returned, and then the backend request is to be abandoned. Check
-	// reads the client's body: it stays as it is until Check returns.
-	Check func() error
 }
 
 // RequestError is a request the proxy refuses: malformed JSON, a missing or
