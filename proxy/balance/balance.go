@@ -11,7 +11,13 @@
 // Acquire picks a backend of the alias's pool for a request and takes one
 // of its slots (proxy_params.max_parallel_requests; no limit when unset),
 // waiting in the backend's queue up to router_settings.queue_timeout when
-// every slot is taken. The strategy is router_settings.routing_strategy:
+// every slot is taken. A slot that comes free goes to the waiter of the
+// best priority (package kind: main, then subagent, then background, then
+// the warmer), the first come within one; a waiter that has waited half
+// of queue_timeout goes before every other that has not, so that newer
+// requests of a better priority cannot keep it waiting until it times
+// out. A request holding a slot keeps it (nothing is preempted). The
+// strategy is router_settings.routing_strategy:
 //
 //   - session-affinity (default): a request with a session key goes to the
 //     backend that wins weighted rendezvous hashing of the key over the
@@ -61,6 +67,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/kind"
 )
 
 // LoadBound is how far above its share of the pool's load a backend may go
@@ -299,6 +306,8 @@ type Request struct {
 	// Retry is why this is another attempt ("unreachable", "status_503",
 	// ...); "" for the first.
 	Retry string
+	// Priority is the request's place in a full backend's queue.
+	Priority kind.Priority
 }
 
 // Lease is a slot at a backend, held from Acquire until Done.
@@ -332,9 +341,11 @@ func (e *QueueTimeoutError) Error() string {
 var ErrUnknownAlias = errors.New("balance: unknown alias")
 
 type waiter struct {
-	ch      chan struct{} // receives once: granted or repick set
-	granted bool          // the slot is the waiter's
-	repick  bool          // its backend went out: choose again
+	ch       chan struct{} // receives once: granted or repick set
+	granted  bool          // the slot is the waiter's
+	repick   bool          // its backend went out: choose again
+	priority kind.Priority
+	since    time.Time // when the request began to wait (Balancer.now)
 }
 
 // Acquire picks a backend for the request and takes one of its slots,
@@ -347,6 +358,7 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 	var (
 		timer *time.Timer
 		start time.Time
+		since time.Time // by bl.now, for the queue's order
 	)
 	bl.mu.Lock()
 	if r.Retry != "" {
@@ -366,7 +378,10 @@ func (bl *Balancer) Acquire(ctx context.Context, r Request) (*Lease, error) {
 			bl.mu.Unlock()
 			return &Lease{Backend: b, Route: m.route, Fallback: fallback, bl: bl, outs: outs}, nil
 		}
-		w := &waiter{ch: make(chan struct{}, 1)}
+		if since.IsZero() {
+			since = bl.now()
+		}
+		w := &waiter{ch: make(chan struct{}, 1), priority: r.Priority, since: since}
 		b.queue = append(b.queue, w)
 		bl.mu.Unlock()
 		if timer == nil {
@@ -458,16 +473,34 @@ func (bl *Balancer) fail(b *Backend, detail string) {
 	}
 }
 
-// release frees a slot, handing it to the first waiter; mu is held.
+// release frees a slot, handing it to the next waiter; mu is held.
 func (bl *Balancer) release(b *Backend) {
 	if len(b.queue) > 0 {
-		w := b.queue[0]
-		b.queue = b.queue[1:]
+		i := bl.next(b.queue)
+		w := b.queue[i]
+		b.queue = slices.Delete(b.queue, i, i+1)
 		w.granted = true
 		w.ch <- struct{}{}
 		return
 	}
 	b.inflight--
+}
+
+// next is the index of the waiter a free slot goes to: the first (in
+// arrival order) that has waited half of queue_timeout, else the first of
+// the best priority; mu is held.
+func (bl *Balancer) next(q []*waiter) int {
+	aged := bl.now().Add(-bl.settings.QueueTimeout / 2)
+	best := 0
+	for i, w := range q {
+		if !w.since.After(aged) {
+			return i
+		}
+		if w.priority < q[best].priority {
+			best = i
+		}
+	}
+	return best
 }
 
 func (bl *Balancer) setState(b *Backend, s State) {
@@ -695,21 +728,24 @@ func mix64(x uint64) uint64 {
 
 // Status is a backend as /backends shows it.
 type Status struct {
-	Name                string     `json:"name"`
-	Aliases             []string   `json:"aliases"`
-	APIBase             string     `json:"api_base"`
-	Model               string     `json:"model"`
-	State               string     `json:"state"`
-	CoolingUntil        *time.Time `json:"cooling_until,omitempty"`
-	InFlight            int        `json:"in_flight"`
-	Queued              int        `json:"queued"`
-	MaxParallelRequests int        `json:"max_parallel_requests,omitempty"`
-	ConsecutiveFailures int        `json:"consecutive_failures"`
-	LastError           string     `json:"last_error,omitempty"`
-	LastRequest         *time.Time `json:"last_request,omitempty"`
-	LastSuccess         *time.Time `json:"last_success,omitempty"`
-	Requests            uint64     `json:"requests"`
-	Failures            uint64     `json:"failures"`
+	Name         string     `json:"name"`
+	Aliases      []string   `json:"aliases"`
+	APIBase      string     `json:"api_base"`
+	Model        string     `json:"model"`
+	State        string     `json:"state"`
+	CoolingUntil *time.Time `json:"cooling_until,omitempty"`
+	InFlight     int        `json:"in_flight"`
+	Queued       int        `json:"queued"`
+	// QueuedByKind counts the queued requests by priority (main,
+	// subagent, background, warmer); every one is present.
+	QueuedByKind        map[string]int `json:"queued_by_kind"`
+	MaxParallelRequests int            `json:"max_parallel_requests,omitempty"`
+	ConsecutiveFailures int            `json:"consecutive_failures"`
+	LastError           string         `json:"last_error,omitempty"`
+	LastRequest         *time.Time     `json:"last_request,omitempty"`
+	LastSuccess         *time.Time     `json:"last_success,omitempty"`
+	Requests            uint64         `json:"requests"`
+	Failures            uint64         `json:"failures"`
 }
 
 // Snapshot returns the state of every backend, in file order.
@@ -721,7 +757,7 @@ func (bl *Balancer) Snapshot() []Status {
 		bl.usable(b) // brings a backend whose cooldown ended back first
 		s := Status{
 			Name: b.Name, Aliases: slices.Clone(b.aliases), APIBase: b.APIBase, Model: b.Model,
-			State: b.state.String(), InFlight: b.inflight, Queued: len(b.queue), MaxParallelRequests: b.maxParallel,
+			State: b.state.String(), InFlight: b.inflight, Queued: len(b.queue), QueuedByKind: queuedByKind(b.queue), MaxParallelRequests: b.maxParallel,
 			ConsecutiveFailures: b.fails, LastError: b.lastErr, Requests: b.requests, Failures: b.failures,
 		}
 		if b.state != Healthy {
@@ -730,6 +766,17 @@ func (bl *Balancer) Snapshot() []Status {
 		s.LastRequest = timePtr(b.lastRequest)
 		s.LastSuccess = timePtr(b.lastSuccess)
 		out[i] = s
+	}
+	return out
+}
+
+func queuedByKind(q []*waiter) map[string]int {
+	out := make(map[string]int, kind.Priorities)
+	for p := range kind.Priorities {
+		out[p.String()] = 0
+	}
+	for _, w := range q {
+		out[w.priority.String()]++
 	}
 	return out
 }
