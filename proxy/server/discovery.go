@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,13 +66,25 @@ func (s *Server) Discover(ctx context.Context) {
 				return
 			}
 			s.knownMu.Lock()
+			before, seen := s.known[key]
 			s.known[key] = info
 			s.knownMu.Unlock()
-			s.log.Info("backend discovered", "api_base", key.apiBase, "model", key.model, "server", info.Server,
+			// Logged when it changes; every round repeats it at debug level.
+			level := slog.LevelDebug
+			if !seen || !sameInfo(before, info) {
+				level = slog.LevelInfo
+			}
+			s.log.Log(ctx, level, "backend discovered", "api_base", key.apiBase, "model", key.model, "server", info.Server,
 				"context_window", info.ContextWindow, "window_source", info.WindowSource, "vision", info.Vision.String())
 		}(r.APIKey)
 	}
 	wg.Wait()
+}
+
+// sameInfo says whether two discoveries of a backend model found the same.
+func sameInfo(a, b discover.Info) bool {
+	return a.Server == b.Server && slices.Equal(a.Models, b.Models) && a.ContextWindow == b.ContextWindow &&
+		a.WindowSource == b.WindowSource && a.Vision == b.Vision
 }
 
 func (s *Server) logProbeError(key backendModel, err error) {

@@ -541,3 +541,20 @@ func TestNamedToolChoiceForcedOnLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestChatIDsFromLlamaCppNative: llama-server's /v1/messages answers with
+// "chatcmpl-…" ids; the Chat front of a vendora/ alias gives them as they
+// are, not "chatcmpl-chatcmpl-…".
+func TestChatIDsFromLlamaCppNative(t *testing.T) {
+	ls := newLlamaServer(t)
+	h := newHarness(t, harnessOptions{routesYAML: llamaRoutes(ls.url)})
+	for _, stream := range []string{"false", "true"} {
+		resp, b := h.do(http.MethodPost, "/v1/chat/completions", `{"model":"llama-a","max_tokens":8,"stream":`+stream+`,"messages":[{"role":"user","content":"hi"}]}`, nil, false)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"id":"chatcmpl-`) || strings.Contains(string(b), "chatcmpl-chatcmpl-") {
+			t.Errorf("stream=%s: %d %s", stream, resp.StatusCode, b)
+		}
+	}
+	if paths, _ := ls.received(); len(paths) != 2 || paths[0] != "/v1/messages" {
+		t.Errorf("the backend got %v, want two native requests", paths)
+	}
+}

@@ -96,8 +96,12 @@ func MapStopReason(reason string, hasToolCalls bool) string {
 }
 
 // ChatID derives a Chat completion id from a Messages id: "chatcmpl-" and
-// the id without its "msg_" prefix, or a random one.
+// the id without its "msg_" prefix, or a random one. An id that already
+// is one (llama-server's /v1/messages answers "chatcmpl-…") stays as it is.
 func ChatID(messageID string) string {
+	if strings.HasPrefix(messageID, "chatcmpl-") && len(messageID) > len("chatcmpl-") {
+		return messageID
+	}
 	id := strings.TrimPrefix(messageID, "msg_")
 	if id == "" {
 		id = randomHex(12)

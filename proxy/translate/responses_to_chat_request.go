@@ -19,6 +19,9 @@ type ResponsesCall struct {
 	custom  map[string]bool      // Chat function name → a custom (free-form) tool
 	inSpace map[string][2]string // Chat function name → namespace, tool name
 	Dropped []string             // hosted tool types and input item types left out
+	// maxOutputTokens is the request's max_output_tokens, which the
+	// response echoes (nil: the request set none).
+	maxOutputTokens *int64
 }
 
 // callName maps a Chat function name back to the Responses tool it stands
@@ -102,7 +105,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	if err != nil {
 		return BackendRequest{}, nil, err
 	}
-	call := &ResponsesCall{}
+	call := &ResponsesCall{maxOutputTokens: req.MaxOutputTokens}
 	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8)}
 	switch req.Instructions.Kind() {
 	case '"':

@@ -37,7 +37,7 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)
 	}
-	out := newResponse(responseID, alias, createdAt, responses.StatusCompleted)
+	out := newResponse(responseID, alias, createdAt, responses.StatusCompleted, call)
 	ids := itemIDs{base: strings.TrimPrefix(responseID, "resp_")}
 	finish := ""
 	if len(resp.Choices) > 0 {
@@ -83,9 +83,15 @@ func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64,
 	return out.AppendJSON(bufpool.Get(len(chatBody) + 1024)), resp.Usage, nil
 }
 
-// newResponse is the response object before its output.
-func newResponse(id, alias string, createdAt int64, status string) responses.Response {
+// newResponse is the response object before its output, with what it
+// echoes of the request.
+func newResponse(id, alias string, createdAt int64, status string, call *ResponsesCall) responses.Response {
+	var maxOut *int64
+	if call != nil {
+		maxOut = call.maxOutputTokens
+	}
 	return responses.Response{
+		MaxOutputTokens:   maxOut,
 		ID:                id,
 		Object:            "response",
 		CreatedAt:         createdAt,

@@ -108,7 +108,7 @@ func (s *ResponsesStream) Start(dst []byte) []byte {
 		return dst
 	}
 	s.phase = phaseOpen
-	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress)
+	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress, s.call)
 	dst = s.head(dst, responses.EventCreated)
 	dst = append(dst, `,"response":`...)
 	at := len(dst)
@@ -378,7 +378,7 @@ func (s *ResponsesStream) endSize() int {
 
 // snapshot is the response with its closed items.
 func (s *ResponsesStream) snapshot(status string) responses.Response {
-	r := newResponse(s.id, s.alias, s.createdAt, status)
+	r := newResponse(s.id, s.alias, s.createdAt, status, s.call)
 	for k, it := range s.items {
 		if s.lanes[it.first+it.n-1].state == laneClosed {
 			r.Output = append(r.Output, s.item(k))

@@ -613,3 +613,28 @@ func TestResponsesToChatTextKeptQuoted(t *testing.T) {
 		t.Fatalf("a number as text: %v", err)
 	}
 }
+
+// The response echoes the request's max_output_tokens, whole and
+// streamed, and null when the request set none.
+func TestResponsesEchoMaxOutputTokens(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"model":"a","input":"x","max_output_tokens":777}`, `"max_output_tokens":777`},
+		{`{"model":"a","input":"x"}`, `"max_output_tokens":null`},
+	} {
+		_, call, err := ResponsesToChat([]byte(c.body), resolverFor(Target{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := ChatToResponses([]byte(chatResp(`{"role":"assistant","content":"Hi"}`, `"stop"`, "")), "a", "resp_t", 7, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: response %s lacks %s", c.body, out, c.want)
+		}
+		events := runResponsesStream([]byte("data: "+textChunk("content", "Hi")+"\n\ndata: [DONE]\n\n"), nil, call)
+		if n := strings.Count(string(events), c.want); n < 3 {
+			t.Errorf("%s: %d snapshots echo %s, want created, in_progress and completed:\n%s", c.body, n, c.want, events)
+		}
+	}
+}
