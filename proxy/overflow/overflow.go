@@ -17,6 +17,10 @@
 //		w.Write(o.MessagesError()) // or o.ChatError()
 //	}
 //
+// Beside the known wordings (patterns), a message that speaks of the
+// context being exceeded is an overflow by its meaning (meaning.go): the
+// list of wordings will always trail the servers.
+//
 // Detect reads any error body: the Chat shape {"error":{"message"}}, the
 // Messages shape {"type":"error","error":{"message"}}, {"error":"text"},
 // {"message"}, {"detail"}, or plain text. DetectText reads a message alone
@@ -83,6 +87,12 @@ var patterns = []pattern{
 	// "… However, you requested 5000 tokens (4000 in the messages, 1000 in
 	// the completion)". The same first sentence is the reference wording
 	// ("… However, your messages resulted in 130000 tokens").
+	// vLLM (2026): "This model's maximum context length is 19500 tokens.
+	// However, you requested 4269 output tokens and your prompt contains
+	// at least 16296 input tokens, for a total of at least 20565 tokens.
+	// Please reduce the length of the input prompt or the number of
+	// requested output tokens."
+	{"vLLM", re(`maximum context length is (?P<max>\d+) tokens\. However, you requested (?P<output>\d+) output tokens and your prompt contains (?:at least )?(?P<input>\d+) input tokens`)},
 	{"vLLM", re(`is too large: (?P<output>\d+)\. This model's maximum context length is (?P<max>\d+) tokens and your request has (?P<input>\d+) input tokens`)},
 	{"vLLM", re(`maximum context length is (?P<max>\d+) tokens\. However, (?:your request has|you requested|your messages resulted in) (?P<tokens>\d+)(?: input)? tokens(?: \((?P<input>\d+) in the messages, (?P<output>\d+) in the completion\))?`)},
 	// SGLang: "The input (40000 tokens) is longer than the model's context
@@ -99,6 +109,11 @@ var patterns = []pattern{
 	// prompt is too long: 280282, model maximum context length: 262144".
 	{"Ollama", re(`input length \((?P<tokens>\d+) tokens\) exceeds the model's maximum context length \((?P<max>\d+) tokens\)`)},
 	{"Ollama", re(`input length exceeds the context length`)},
+	// Ollama (its current server): "the prompt is longer than the context
+	// length currently available to the model; shorten the prompt, adjust
+	// the context length in settings, or use a model with a longer context
+	// length".
+	{"Ollama", re(`prompt is longer than the context length`)},
 	{"Ollama", re(`prompt too long; exceeded max context length(?: by (?P<excess>\d+) tokens)?`)},
 	{"Ollama", re(`prompt is too long: (?P<tokens>\d+), model maximum context length: (?P<max>\d+)`)},
 	// LM Studio: "Trying to keep the first 6269 tokens when context the
@@ -108,6 +123,10 @@ var patterns = []pattern{
 	{"LM Studio", re(`keep the first (?P<tokens>\d+) tokens when context the overflows\. However, the model is loaded with context length of only (?P<max>\d+) tokens`)},
 	{"LM Studio", re(`tokens to keep from the initial prompt is greater than the context length(?: \(n_keep: (?P<tokens>\d+) ?>= ?n_ctx: (?P<max>\d+)\))?`)},
 	{"LM Studio", re(`context the overflows`)},
+	// LM Studio 0.4.21: "Input does not fit in context length. The input
+	// has 5012 tokens, but the context length only supports 4096 tokens."
+	{"LM Studio", re(`input has (?P<tokens>\d+) tokens, but the context length only supports (?P<max>\d+) tokens`)},
+	{"LM Studio", re(`input does not fit in (?:the )?context length`)},
 	// A Messages-format backend, and the Chat reference code.
 	{"Messages", re(`prompt is too long(?:: (?P<tokens>\d+) tokens > (?P<max>\d+) maximum)?`)},
 	{"Chat", re(`context_length_exceeded`)},
@@ -149,8 +168,16 @@ func Detect(status int, body []byte) (Overflow, bool) {
 }
 
 // DetectText reports whether an error message is a context overflow, with
-// the numbers it names.
+// the numbers it names: a known server's wording (patterns), or else any
+// text that speaks of the context being exceeded (byMeaning).
 func DetectText(text string) (Overflow, bool) {
+	if o, ok := byWording(text); ok {
+		return o, true
+	}
+	return byMeaning(text)
+}
+
+func byWording(text string) (Overflow, bool) {
 	for _, p := range patterns {
 		m := p.re.FindStringSubmatch(text)
 		if m == nil {

@@ -79,6 +79,15 @@ func TestDetectRefusesOtherErrors(t *testing.T) {
 		{500, `{"error":{"code":500,"message":"Jinja Exception: System message must be at the beginning","type":"server_error"}}`},
 		{400, `not json at all`},
 		{200, `{"error":{"message":"prompt is too long"}}`},
+		// Rate limits, refused keys, unknown models and overload that speak
+		// of tokens and even of the context are never an overflow.
+		{429, `{"error":{"message":"Rate limit reached: 40000 tokens requested exceeds the 30000 tokens per minute of your tier (context length 8192)","type":"rate_limit_error"}}`},
+		{429, `{"error":"too many tokens: the input of 9000 tokens exceeds the maximum context of 8192 for free keys"}`},
+		{401, `{"error":{"message":"invalid token: the token exceeds the maximum context length","type":"authentication_error"}}`},
+		{403, `{"error":{"message":"monthly quota of 1000000 tokens exceeded; context window 8192","type":"permission_error"}}`},
+		{404, `{"error":{"message":"no model with a context length over 8192 tokens","type":"not_found_error"}}`},
+		{503, `{"error":{"message":"Loading model: the context size (8192 tokens) exceeds the free memory","type":"unavailable_error"}}`},
+		{400, `{"error":{"message":"too many tokens per minute: limit 30000, requested 40000 tokens","type":"invalid_request_error"}}`},
 	} {
 		if o, ok := Detect(c.status, []byte(c.body)); ok {
 			t.Errorf("%d %s: taken for an overflow (%+v)", c.status, c.body, o)

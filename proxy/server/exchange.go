@@ -156,6 +156,12 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := s.pool.Do(x.ctx, x.call())
 		if err == nil {
+			if ue := streamStartError(resp); ue != nil {
+				resp.Body.Close()
+				resp, err = nil, ue
+			}
+		}
+		if err == nil {
 			x.answered(resp)
 			return resp, nil
 		}
