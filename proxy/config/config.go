@@ -67,6 +67,12 @@ type Config struct {
 	Routes          []Route
 	PassThrough     bool   // general_settings.enable_vendora_pass_through
 	MasterKey       string // general_settings.master_key, resolved; may be empty
+	// DatabaseURL is general_settings.database_url, resolved: the store of
+	// per-user keys and usage (package keys); empty: the master key only.
+	DatabaseURL string
+	// UsageRetentionDays is general_settings.usage_retention_days: how
+	// long usage records are kept (0: package keys' default, 90).
+	UsageRetentionDays int
 	MaxRequestBytes int64
 	Router          RouterSettings
 }
@@ -189,7 +195,7 @@ var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings"}
 	entryKeys    = []string{"model_name", "proxy_params"}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params"}
-	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes"}
+	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
 	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks"}
 )
 
@@ -407,6 +413,24 @@ func (p *parser) settings(n *yaml.Node, cfg *Config) error {
 			return err
 		}
 		cfg.MasterKey = key
+	}
+	if v, ok := fields["database_url"]; ok {
+		url, err := p.secret(v, "general_settings.database_url")
+		if err != nil {
+			return err
+		}
+		if url != "" && !strings.HasPrefix(url, "sqlite://") && !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+			return p.errorf(v, "general_settings.database_url must start with sqlite:// or postgres://, e.g. sqlite:///data/dragoman.db or os.environ/DATABASE_URL")
+		}
+		cfg.DatabaseURL = url
+	}
+	if v, ok := fields["usage_retention_days"]; ok {
+		if err := p.decode(v, "general_settings.usage_retention_days", "a number of days", &cfg.UsageRetentionDays); err != nil {
+			return err
+		}
+		if cfg.UsageRetentionDays <= 0 {
+			return p.errorf(v, "general_settings.usage_retention_days must be a positive number of days (default 90)")
+		}
 	}
 	if v, ok := fields["max_request_bytes"]; ok {
 		if err := p.decode(v, "general_settings.max_request_bytes", "a number of bytes", &cfg.MaxRequestBytes); err != nil {

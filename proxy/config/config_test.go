@@ -113,6 +113,9 @@ func TestParseErrors(t *testing.T) {
 		{"unset env key", entry("      model: vendorb/m\n      api_base: http://h/v1\n      api_key: os.environ/NOPE_KEY\n"), []string{"c.yaml:6:", "AuthenticationError", "NOPE_KEY", "not set", "export NOPE_KEY"}},
 		{"unset braces key", entry("      model: vendorb/m\n      api_base: http://h/v1\n      api_key: ${NOPE2}\n"), []string{"c.yaml:6:", "NOPE2", "not set"}},
 		{"unset master key", entry(good) + "general_settings:\n  master_key: os.environ/NO_MASTER\n", []string{"c.yaml:8:", "general_settings.master_key", "NO_MASTER"}},
+		{"database_url mysql", entry(good) + "general_settings:\n  database_url: mysql://h/db\n", []string{"c.yaml:8:", "database_url must start with sqlite:// or postgres://"}},
+		{"unset database_url", entry(good) + "general_settings:\n  database_url: os.environ/NO_DB\n", []string{"c.yaml:8:", "general_settings.database_url", "NO_DB", "not set"}},
+		{"zero retention", entry(good) + "general_settings:\n  usage_retention_days: 0\n", []string{"c.yaml:8:", "usage_retention_days must be a positive number of days"}},
 		{"same backend twice in a pool", entry(good) + "  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\n", []string{"c.yaml:7:", `alias "a" already lists backend model "m"`, "line 2", "weight"}},
 		{"zero weight", entry(good + "      weight: 0\n"), []string{"c.yaml:7:", "weight is 0", "positive"}},
 		{"bad weight", entry(good + "      weight: heavy\n"), []string{"c.yaml:7:", "weight must be a positive number"}},
@@ -261,5 +264,21 @@ func TestParseNative(t *testing.T) {
 		if r.Protocol != want.proto || r.BackendModel != "qwen3" || !reflect.DeepEqual(r.DropParams, want.drop) {
 			t.Errorf("%s: protocol %v, model %q, drop_params %q; want %v, qwen3, %q", alias, r.Protocol, r.BackendModel, r.DropParams, want.proto, want.drop)
 		}
+	}
+}
+
+func TestDatabaseSettings(t *testing.T) {
+	env := func(name string) (string, bool) {
+		if name == "DATABASE_URL" {
+			return "postgres://u:p@db:5432/dragoman", true
+		}
+		return "", false
+	}
+	cfg, err := Parse("c.yaml", []byte("model_list:\n  - model_name: a\n    proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\ngeneral_settings:\n  database_url: os.environ/DATABASE_URL\n  usage_retention_days: 30\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DatabaseURL != "postgres://u:p@db:5432/dragoman" || cfg.UsageRetentionDays != 30 {
+		t.Fatalf("%q %d", cfg.DatabaseURL, cfg.UsageRetentionDays)
 	}
 }

@@ -58,6 +58,11 @@ var (
 // configured alias: the model the client sent is never a label value.
 const Unknown = "unknown"
 
+// MasterKey is the key label of a request made with the proxy's own key
+// (or with none, under --no-auth); a per-user key's label is its name,
+// never the key.
+const MasterKey = "master"
+
 // Estimated is the backend label of a count_tokens request the proxy
 // answered itself, with its estimate: no backend counted the tokens.
 const Estimated = "estimate"
@@ -126,8 +131,8 @@ func New(s Setup) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_requests_total",
-			Help: "API requests served, by endpoint, model alias, backend, HTTP status sent and error type (none when it succeeded).",
-		}, []string{"endpoint", "alias", "backend", "status", "error_type"}),
+			Help: "API requests served, by endpoint, model alias, backend, key (the per-user key's name; master for the proxy's own), HTTP status sent and error type (none when it succeeded).",
+		}, []string{"endpoint", "alias", "backend", "key", "status", "error_type"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dragoman_request_duration_seconds",
 			Help:    "Time from the request's arrival to the end of its answer (the whole stream for a stream).",
@@ -145,8 +150,8 @@ func New(s Setup) *Metrics {
 		}, []string{"alias", "backend"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_tokens_total",
-			Help: "Tokens the backend reported in its usage, by kind: input, output, cache_read (part of input), reasoning (part of output).",
-		}, []string{"alias", "backend", "kind"}),
+			Help: "Tokens the backend reported in its usage, by key (the per-user key's name; master for the proxy's own) and kind: input, output, cache_read (part of input), reasoning (part of output).",
+		}, []string{"alias", "backend", "key", "kind"}),
 		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dragoman_queue_wait_seconds",
 			Help:    "Time a request waited in the proxy for a free slot of the backend.",
@@ -191,7 +196,7 @@ func New(s Setup) *Metrics {
 	aliases := map[string]bool{}
 	for _, r := range s.Routes {
 		for _, e := range []string{EndpointMessages, EndpointChat, EndpointResponses} {
-			m.routes[seriesKey{e, r.Alias, r.Backend}] = m.newRouteSeries(e, r.Alias, r.Backend)
+			m.routes[seriesKey{e, r.Alias, r.Backend, MasterKey}] = m.newRouteSeries(seriesKey{e, r.Alias, r.Backend, MasterKey})
 		}
 		if !backends[r.Backend] {
 			backends[r.Backend] = true
@@ -242,6 +247,7 @@ type Request struct {
 	Endpoint   string
 	Alias      string // Unknown when no configured alias was named
 	Backend    string // Unknown when no backend was reached
+	Key        string // the per-user key's name; MasterKey (or "") for the proxy's own
 	Status     int    // the HTTP status sent; StatusClientClosed when none was
 	ErrorType  string // ErrorNone, or what went wrong
 	Duration   time.Duration
@@ -261,7 +267,7 @@ type routeSeries struct {
 	input, output, cached, reasoning prometheus.Counter
 }
 
-type seriesKey struct{ endpoint, alias, backend string }
+type seriesKey struct{ endpoint, alias, backend, key string }
 
 type countKey struct {
 	seriesKey
@@ -269,16 +275,16 @@ type countKey struct {
 	errorType string
 }
 
-func (m *Metrics) newRouteSeries(endpoint, alias, backend string) *routeSeries {
+func (m *Metrics) newRouteSeries(k seriesKey) *routeSeries {
 	return &routeSeries{
-		ok:        m.requests.WithLabelValues(endpoint, alias, backend, "200", ErrorNone),
-		duration:  m.duration.WithLabelValues(endpoint, alias, backend),
-		ttft:      m.ttft.WithLabelValues(endpoint, alias, backend),
-		rate:      m.rate.WithLabelValues(alias, backend),
-		input:     m.tokens.WithLabelValues(alias, backend, "input"),
-		output:    m.tokens.WithLabelValues(alias, backend, "output"),
-		cached:    m.tokens.WithLabelValues(alias, backend, "cache_read"),
-		reasoning: m.tokens.WithLabelValues(alias, backend, "reasoning"),
+		ok:        m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, "200", ErrorNone),
+		duration:  m.duration.WithLabelValues(k.endpoint, k.alias, k.backend),
+		ttft:      m.ttft.WithLabelValues(k.endpoint, k.alias, k.backend),
+		rate:      m.rate.WithLabelValues(k.alias, k.backend),
+		input:     m.tokens.WithLabelValues(k.alias, k.backend, k.key, "input"),
+		output:    m.tokens.WithLabelValues(k.alias, k.backend, k.key, "output"),
+		cached:    m.tokens.WithLabelValues(k.alias, k.backend, k.key, "cache_read"),
+		reasoning: m.tokens.WithLabelValues(k.alias, k.backend, k.key, "reasoning"),
 	}
 }
 
@@ -291,7 +297,7 @@ func (m *Metrics) routeSeries(k seriesKey) *routeSeries {
 	if s, ok := m.series.Load(k); ok {
 		return s.(*routeSeries)
 	}
-	actual, _ := m.series.LoadOrStore(k, m.newRouteSeries(k.endpoint, k.alias, k.backend))
+	actual, _ := m.series.LoadOrStore(k, m.newRouteSeries(k))
 	return actual.(*routeSeries)
 }
 
@@ -299,7 +305,7 @@ func (m *Metrics) routeSeries(k seriesKey) *routeSeries {
 func (m *Metrics) count(k countKey) {
 	c, ok := m.counts.Load(k)
 	if !ok {
-		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, strconv.Itoa(k.status), k.errorType))
+		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, strconv.Itoa(k.status), k.errorType))
 	}
 	c.(prometheus.Counter).Inc()
 }
@@ -311,7 +317,11 @@ func (m *Metrics) Observe(r *Request) {
 	if m == nil || r.Endpoint == "" {
 		return
 	}
-	k := seriesKey{r.Endpoint, r.Alias, r.Backend}
+	key := r.Key
+	if key == "" {
+		key = MasterKey
+	}
+	k := seriesKey{r.Endpoint, r.Alias, r.Backend, key}
 	if r.Pings > 0 {
 		known(m.endpointPings, r.Endpoint, func() prometheus.Counter { return m.pings.WithLabelValues(r.Endpoint) }).Add(float64(r.Pings))
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
@@ -31,6 +33,8 @@ type problem struct {
 	// overflow, when set, is a context overflow: rendered in the words
 	// each format's clients act on (package overflow), not message.
 	overflow *overflow.Overflow
+	// retryAfter, when set, is sent as the Retry-After header.
+	retryAfter time.Duration
 }
 
 type kind int
@@ -47,6 +51,7 @@ const (
 	badGateway // backend unreachable after retries, or failing
 	timedOut
 	unavailable // the proxy is shutting down
+	forbidden   // the key may not do that (a model it may not use)
 )
 
 // statusOverloaded is the Messages format's status for an overloaded
@@ -72,6 +77,7 @@ var renderings = map[kind]rendering{
 	badGateway:       {502, messages.APIError, 502, chat.ServerError},
 	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
 	unavailable:      {503, messages.OverloadedError, 503, chat.UnavailableError},
+	forbidden:        {403, messages.PermissionError, 403, messages.PermissionError},
 }
 
 func (f format) write(w http.ResponseWriter, p problem) {
@@ -101,8 +107,18 @@ func (f format) write(w http.ResponseWriter, p problem) {
 	if p.kind == unavailable || p.kind == overloaded {
 		h.Set("Retry-After", "5")
 	}
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
+	}
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// keyProblem renders a request refused for its key.
+func keyProblem(r *keys.Refusal) problem {
+	k := map[keys.Reason]kind{keys.Unauthenticated: unauthenticated, keys.Forbidden: forbidden,
+		keys.RateLimited: rateLimited, keys.BudgetSpent: rateLimited}[r.Reason]
+	return problem{kind: k, message: r.Message, retryAfter: r.RetryAfter}
 }
 
 func problemf(k kind, format string, args ...any) problem {

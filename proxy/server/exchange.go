@@ -10,6 +10,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/passthrough"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -76,6 +77,7 @@ type exchange struct {
 	lease *balance.Lease
 	tried []*balance.Backend
 	obs   *observation // nil when the request is not observed
+	key   *keys.Key    // the request's per-user key; nil: the master key
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -90,6 +92,11 @@ func (x *exchange) resolve(alias string) (translate.Target, error) {
 		return translate.Target{}, &unknownAlias{alias: alias, known: x.s.cfg.Aliases()}
 	}
 	x.alias, x.pool = alias, pool
+	if x.key != nil {
+		if err := x.s.gate.Admit(x.ctx, x.key, pool, alias); err != nil {
+			return translate.Target{}, err
+		}
+	}
 	lease, err := x.s.bal.Acquire(x.ctx, balance.Request{Alias: pool, Session: x.session})
 	if err != nil {
 		return translate.Target{}, err
@@ -303,7 +310,7 @@ func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, tr
 }
 
 func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBody, native translation) *exchange {
-	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), translate: translateBody, obs: observed(w)}
+	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), translate: translateBody, obs: observed(w), key: keyOf(w)}
 	if native != nil && s.native {
 		x.native, x.header = native, r.Header
 	}

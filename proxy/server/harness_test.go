@@ -16,6 +16,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -51,6 +52,7 @@ type harnessOptions struct {
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	wholeBody  bool // Options.ForwardChatBody off (the binary's default; on in the harness so its tests reach both paths)
+	gate       *keys.Gate
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -102,6 +104,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Metrics:      h.metrics,
 		ServeMetrics: o.metrics,
 		Tracer:       o.tracer,
+		Gate:         o.gate,
 
 		ForwardChatBody: !o.wholeBody,
 	})

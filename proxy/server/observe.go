@@ -7,6 +7,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
@@ -191,7 +192,7 @@ func carriesToken(out []byte) bool {
 // server span when tracing is on.
 func (s *Server) startObservation(rec *recorder, r *http.Request, start time.Time) *http.Request {
 	endpoint := endpointOf(r.URL.Path)
-	if endpoint == "" || (s.metrics == nil && s.tracer == nil) {
+	if endpoint == "" || (s.metrics == nil && s.tracer == nil && s.gate == nil) {
 		return r
 	}
 	rec.obs = observation{endpoint: endpoint, start: start}
@@ -248,8 +249,13 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 	if u := o.usage; u != nil {
 		usage = metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
 	}
+	keyName := metrics.MasterKey
+	if rec.key != nil {
+		keyName = rec.key.Name
+		s.recordUsage(rec, r, alias, backend, status, elapsed, usage)
+	}
 	s.metrics.Observe(&metrics.Request{
-		Endpoint: o.endpoint, Alias: alias, Backend: backend, Status: status, ErrorType: errType,
+		Endpoint: o.endpoint, Alias: alias, Backend: backend, Key: keyName, Status: status, ErrorType: errType,
 		Duration: elapsed, FirstToken: o.firstToken, Usage: usage, Pings: o.pings, Disconnect: disconnect,
 	})
 	if o.trace != nil {
@@ -260,4 +266,18 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 		}
 		o.trace.End(out)
 	}
+}
+
+// recordUsage hands what a request made with a per-user key used to the
+// gate, which writes it with its next batch. A request the backend
+// answered without usage is recorded with an estimate, marked as one:
+// about four bytes a token of the request's and the answer's bodies.
+func (s *Server) recordUsage(rec *recorder, r *http.Request, alias, backend string, status int, elapsed time.Duration, u metrics.Usage) {
+	k := keys.Record{At: rec.obs.start, Alias: alias, Backend: backend, Kind: rec.obs.endpoint, Status: status, Duration: elapsed,
+		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead)}
+	if rec.obs.usage == nil && backend != metrics.Unknown && status < 400 {
+		k.Estimated = true
+		k.Input, k.Output = max(r.ContentLength, 0)/4, int64(rec.bytes)/4
+	}
+	s.gate.Record(rec.key, k)
 }

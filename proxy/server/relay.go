@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -90,6 +91,10 @@ func requestProblem(err error) problem {
 	}
 	if p, ok := balanceProblem(err); ok {
 		return p
+	}
+	var refused *keys.Refusal
+	if errors.As(err, &refused) {
+		return keyProblem(refused)
 	}
 	var unknown *unknownAlias
 	if errors.As(err, &unknown) {

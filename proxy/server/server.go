@@ -23,6 +23,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -52,6 +53,12 @@ type Options struct {
 	// first (see prepareChat). Off by default: on loopback its streaming
 	// validation costs more than it saves (docs/performance.md).
 	ForwardChatBody bool
+	// Gate knows the per-user keys (package keys): with one, a request
+	// needs the master key or one of them, and each key's limits and
+	// usage apply. nil: the master key(s) of Keys only.
+	Gate *keys.Gate
+	// Admin serves /admin (the page and its API); nil: not served.
+	Admin http.Handler
 }
 
 // Server serves the proxy's endpoints. It is an http.Handler.
@@ -75,6 +82,7 @@ type Server struct {
 
 	metrics *metrics.Metrics // nil: off
 	tracer  *tracing.Tracer  // nil: off
+	gate    *keys.Gate       // nil: no per-user keys
 
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool // api_base → serves /tokenize
@@ -100,6 +108,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		known:    map[backendModel]discover.Info{},
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,
+		gate:     opts.Gate,
 
 		forwardBody: opts.ForwardChatBody,
 	}
@@ -137,6 +146,10 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.mux.HandleFunc("/backends", s.api(chatFormat, http.MethodGet, s.backends))
 	s.mux.HandleFunc("HEAD /{$}", ok)
 	s.mux.HandleFunc("HEAD /api/hello", ok)
+	if opts.Admin != nil {
+		s.mux.Handle("/admin", opts.Admin)
+		s.mux.Handle("/admin/", opts.Admin)
+	}
 	if opts.ServeMetrics && opts.Metrics != nil {
 		s.mux.Handle("GET /metrics", opts.Metrics.Handler())
 	}
@@ -217,42 +230,63 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 		s.admission.RUnlock()
 		s.active.Add(1)
 		defer func() { s.active.Add(-1); s.inflight.Done() }()
-		if p, ok := s.authenticate(r); !ok {
+		key, p, ok := s.authenticate(r)
+		if !ok {
 			f.write(w, p)
 			return
+		}
+		if rec, isRec := w.(*recorder); isRec {
+			rec.key = key
 		}
 		h(w, r, f)
 	}
 }
 
-func (s *Server) authenticate(r *http.Request) (problem, bool) {
-	if len(s.keys) == 0 {
-		return problem{}, true
+// authenticate checks the request's key: the master key (key nil), or,
+// with a gate, a per-user key (key its record).
+func (s *Server) authenticate(r *http.Request) (*keys.Key, problem, bool) {
+	if len(s.keys) == 0 && s.gate == nil {
+		return nil, problem{}, true
 	}
 	auth := r.Header.Values("Authorization")
 	xkey := r.Header.Values("X-Api-Key")
 	if len(auth) > 1 || len(xkey) > 1 {
-		return problemf(invalidRequest, "send one Authorization header (or one x-api-key), not several"), false
+		return nil, problemf(invalidRequest, "send one Authorization header (or one x-api-key), not several"), false
 	}
 	var got string
 	switch {
 	case len(auth) == 1:
 		scheme, token, found := strings.Cut(auth[0], " ")
 		if !found || !strings.EqualFold(scheme, "Bearer") {
-			return problemf(unauthenticated, "the Authorization header must be \"Bearer <key>\""), false
+			return nil, problemf(unauthenticated, "the Authorization header must be \"Bearer <key>\""), false
 		}
 		got = strings.TrimSpace(token)
 	case len(xkey) == 1:
 		got = xkey[0]
 	default:
-		return problemf(unauthenticated, "missing key: send Authorization: Bearer <key> (or x-api-key) with the proxy's key (PROXY_API_KEY or general_settings.master_key)"), false
+		return nil, problemf(unauthenticated, "missing key: send Authorization: Bearer <key> (or x-api-key) with the proxy's key (PROXY_API_KEY or general_settings.master_key)"), false
 	}
+	if s.isMasterKey(got) {
+		return nil, problem{}, true
+	}
+	if s.gate != nil {
+		k, err := s.gate.Authenticate(got)
+		if err != nil {
+			return nil, problemf(unauthenticated, "%s", err.Error()), false
+		}
+		return k, problem{}, true
+	}
+	return nil, problemf(unauthenticated, "invalid key: send the proxy's key (PROXY_API_KEY or general_settings.master_key), not the backend's"), false
+}
+
+// isMasterKey says whether got is one of the proxy's own keys.
+func (s *Server) isMasterKey(got string) bool {
 	for _, k := range s.keys {
 		if subtle.ConstantTimeCompare([]byte(got), k) == 1 {
-			return problem{}, true
+			return true
 		}
 	}
-	return problemf(unauthenticated, "invalid key: send the proxy's key (PROXY_API_KEY or general_settings.master_key), not the backend's"), false
+	return false
 }
 
 // poolOf is the model_name a requested model routes to: itself when it is
@@ -339,6 +373,7 @@ type recorder struct {
 	bytes  int
 	alias  string
 	obs    observation
+	key    *keys.Key // the per-user key the request came with; nil: the master key
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -364,6 +399,15 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// keyOf is the per-user key of the request w answers (nil: the master
+// key, or w is not the server's recorder).
+func keyOf(w http.ResponseWriter) *keys.Key {
+	if r, ok := w.(*recorder); ok {
+		return r.key
+	}
+	return nil
+}
 
 // setAlias records the model for the access log.
 func setAlias(w http.ResponseWriter, alias string) {

@@ -4,6 +4,7 @@
 //
 //	proxy --config config.yaml --port 4000
 //	proxy check --config config.yaml [--json]
+//	proxy keys create|list|show|revoke ... --config config.yaml
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
@@ -38,6 +40,9 @@ var version = "dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr, os.LookupEnv))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "keys" {
+		os.Exit(keysCmd(os.Args[2:], os.Stdout, os.Stderr, os.LookupEnv))
 	}
 	os.Exit(run(os.Args[1:], os.Stderr, os.LookupEnv))
 }
@@ -87,7 +92,15 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if cfg.MasterKey != "" {
 		keys = append(keys, cfg.MasterKey)
 	}
+	gate, closeGate, err := openGate(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "proxy:", err)
+		return 1
+	}
+	defer closeGate()
 	switch {
+	case len(keys) == 0 && gate != nil:
+		log.Warn("no master key: only the per-user keys of general_settings.database_url are accepted, and /admin is off (set general_settings.master_key to use it)")
 	case len(keys) == 0 && !*noAuth:
 		fmt.Fprintln(stderr, "proxy: no client key: set PROXY_API_KEY or general_settings.master_key, or pass --no-auth to serve without one on a trusted network")
 		return 1
@@ -119,7 +132,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Info("tracing on: OTLP over HTTP to the endpoint of OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")
 	}
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
-		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, ForwardChatBody: *forward})
+		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, ForwardChatBody: *forward, Gate: gate})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -159,7 +172,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	log.Info("proxy listening", "addr", ln.Addr().String(), "config", cfg.Path, "models", cfg.Aliases(),
-		"messages_endpoint", cfg.PassThrough, "auth", len(keys) > 0)
+		"messages_endpoint", cfg.PassThrough, "auth", len(keys) > 0 || gate != nil, "per_user_keys", gate != nil)
 	// What each backend is (its context window, whether it reads images),
 	// and whether it is down or refuses its key, shows in the log at start,
 	// and is asked again every router_settings.health_check_interval.
@@ -186,6 +199,35 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	}
 	log.Info("proxy stopped")
 	return 0
+}
+
+// openGate opens the store of per-user keys when the config names one
+// (general_settings.database_url), migrated to this version's schema; the
+// function it returns writes the last usage records and closes it.
+func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) {
+	if cfg.DatabaseURL == "" {
+		return nil, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := keys.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	gate, err := keys.NewGate(ctx, store, keys.Options{Logger: log, Retention: time.Duration(cfg.UsageRetentionDays) * 24 * time.Hour})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	log.Info("per-user keys on", "database", store.Dialect().String(), "schema_version", keys.SchemaVersion())
+	return gate, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := gate.Close(ctx); err != nil {
+			log.Warn("writing the last usage records", "err", err)
+		}
+		store.Close()
+	}, nil
 }
 
 // pprofMux serves the runtime's profiles (goroutines, heap, CPU) for
