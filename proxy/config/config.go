@@ -63,18 +63,18 @@ var DefaultDropParams = []string{"context_management", "betas", "cache_control"}
 
 // Config is a validated configuration with every key reference resolved.
 type Config struct {
-	Path            string
-	Routes          []Route
-	PassThrough     bool   // general_settings.enable_vendora_pass_through
-	MasterKey       string // general_settings.master_key, resolved; may be empty
+	Path        string
+	Routes      []Route
+	PassThrough bool   // general_settings.enable_vendora_pass_through
+	MasterKey   string // general_settings.master_key, resolved; may be empty
 	// DatabaseURL is general_settings.database_url, resolved: the store of
 	// per-user keys and usage (package keys); empty: the master key only.
 	DatabaseURL string
 	// UsageRetentionDays is general_settings.usage_retention_days: how
 	// long usage records are kept (0: package keys' default, 90).
 	UsageRetentionDays int
-	MaxRequestBytes int64
-	Router          RouterSettings
+	MaxRequestBytes    int64
+	Router             RouterSettings
 }
 
 // RouterSettings is the top-level router_settings: how a request picks a
