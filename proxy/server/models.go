@@ -71,10 +71,39 @@ func (s *Server) modelIDs() []string {
 	return ids
 }
 
+// limitsOf is what the proxy knows of an alias's limits: the context
+// window (configured, else discovered; the smallest of its pool's
+// backends, where a request may land on any) and the most a request's
+// max_tokens can be (proxy_params.max_output_tokens, else the window).
+// 0 is unknown.
+func (s *Server) limitsOf(id string) (window, maxOut int) {
+	for _, r := range s.cfg.Pool(s.poolOf(id)) {
+		ri := s.withDiscovered(newRouteInfo(id, r))
+		if w := ri.window; w > 0 && (window == 0 || w < window) {
+			window = w
+		}
+		if m := r.MaxOutputTokens; m > 0 && (maxOut == 0 || m < maxOut) {
+			maxOut = m
+		}
+	}
+	if maxOut == 0 || (window > 0 && maxOut > window) {
+		maxOut = window
+	}
+	return window, maxOut
+}
+
+func orNull(n int) string {
+	if n <= 0 {
+		return "null"
+	}
+	return strconv.Itoa(n)
+}
+
 // models answers GET /v1/models: in the Messages API's models-list shape
-// (type, display_name, created_at; first_id, last_id, has_more, and the
-// limit, after_id and before_id parameters) when the client sends an
-// anthropic-version header, in the Chat shape otherwise.
+// (type, display_name, created_at, max_input_tokens, max_tokens; first_id,
+// last_id, has_more, and the limit, after_id and before_id parameters)
+// when the client sends an anthropic-version header, in the Chat shape
+// otherwise, with Codex's model catalog beside it.
 func (s *Server) models(w http.ResponseWriter, r *http.Request, f format) {
 	ids := s.modelIDs()
 	w.Header().Set("Content-Type", "application/json")
@@ -92,10 +121,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, f format) {
 		// model_catalog_url to this endpoint.
 		catalog := make([]responses.CatalogModel, len(ids))
 		for i, id := range ids {
-			window := 0
-			if r, ok := s.cfg.Lookup(s.poolOf(id)); ok {
-				window = r.ContextWindow
-			}
+			window, _ := s.limitsOf(id)
 			catalog[i] = responses.NewCatalogModel(id, window, i+1)
 		}
 		if c, err := json.Marshal(catalog); err == nil {
@@ -144,7 +170,9 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, f format) {
 			b.WriteByte(',')
 		}
 		q := quote(id)
-		b.WriteString(`{"type":"model","id":` + q + `,"display_name":` + q + `,"created_at":"1970-01-01T00:00:00Z"}`)
+		window, maxOut := s.limitsOf(id)
+		b.WriteString(`{"type":"model","id":` + q + `,"display_name":` + q + `,"created_at":"1970-01-01T00:00:00Z","max_input_tokens":` +
+			orNull(window) + `,"max_tokens":` + orNull(maxOut) + `}`)
 	}
 	b.WriteString(`],"has_more":` + strconv.FormatBool(hasMore) + `,"first_id":`)
 	if len(page) == 0 {
