@@ -184,6 +184,16 @@ func (r *ReverseStream) Finish(dst []byte) ([]byte, error) {
 func (r *ReverseStream) event(dst []byte, name string, data []byte) []byte {
 	data = bytes.TrimSpace(data)
 	r.ev = reverseEvent{}
+	if name == messages.EventError {
+		// Any error event, in the Messages shape or not (llama-server's
+		// {"code","message","type"}): the server's message goes on.
+		be := parseBackendError(data)
+		if be == nil {
+			be = &BackendError{Message: "the backend reported an error without a message"}
+		}
+		r.err, r.phase = be, reverseFailed
+		return dst
+	}
 	if len(data) == 0 || json.Unmarshal(data, &r.ev, chunkOptions) != nil {
 		return dst // not an event of the format: a server's own notice
 	}

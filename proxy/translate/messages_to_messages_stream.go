@@ -133,6 +133,13 @@ func (n *NativeStream) line(dst, line, ending []byte) []byte {
 		case bytes.Equal(n.name, errorEventName):
 			if e := parseBackendError(payload); e != nil {
 				n.err = e
+				if !isMessagesError(payload) {
+					// Not the Messages error shape (llama-server's
+					// {"code","message","type"}): a client's SDK cannot
+					// read it, so it goes out in that shape.
+					n.drop = true
+					return appendErrorEvent(dst, messagesErrorType(e), e.Message)
+				}
 			}
 		}
 	}
@@ -190,6 +197,33 @@ func (n *NativeStream) startModel(data []byte) ([]byte, bool) {
 	}
 	out := splice(data, []edit{e})
 	return out, true
+}
+
+// isMessagesError says whether an error event's data is in the Messages
+// error shape: {"type":"error","error":{"type","message"}}.
+func isMessagesError(data []byte) bool {
+	var e struct {
+		Type  string              `json:"type"`
+		Error *messages.ErrorBody `json:"error"`
+	}
+	return json.Unmarshal(data, &e, decodeOpts) == nil && e.Type == "error" && e.Error != nil && e.Error.Type != "" && e.Error.Message != ""
+}
+
+// messagesErrorType is the Messages error type of a backend's error in
+// another shape, from the type it named: a server's own types (llama.cpp's
+// server_error, exceed_context_size_error…) are the Messages format's
+// api_error, invalid_request_error or overloaded_error by what they say.
+func messagesErrorType(e *BackendError) string {
+	switch e.Type {
+	case messages.InvalidRequestError, messages.AuthenticationError, messages.NotFoundError,
+		messages.RateLimitError, messages.OverloadedError, messages.APIError:
+		return e.Type
+	case "exceed_context_size_error", "not_supported_error":
+		return messages.InvalidRequestError
+	case "unavailable_error":
+		return messages.OverloadedError
+	}
+	return messages.APIError
 }
 
 // Fail appends an error event in the Messages error shape, for a stream
