@@ -1,9 +1,10 @@
 package translate
 
 // chatLanes reads one backend Chat stream for a stream translator (the
-// Messages one, stream.go, and the Responses one, responsesstream.go) and
-// sorts its content into lanes: one lane per block, or output item, of the
-// answer, numbered in the order the lanes appear. The translator owns its
+// Messages one, messages_to_chat_stream.go, and the Responses one,
+// responses_to_chat_stream.go) and sorts its content into lanes: one lane
+// per block, or output item, of the answer, numbered in the order the
+// lanes appear. The translator owns its
 // own state machine and what it writes; chatLanes owns how the backend's
 // chunks are read (SSE, error objects, choice 0, finish and usage) and the
 // rules every Chat stream's content follows, tool calls above all.

@@ -9,7 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 )
 
 // ChatToChat prepares a Chat Completions request for pass-through. Only
@@ -169,22 +169,21 @@ func foldSystemMessages(msgs []chatMessage, size int) (out []byte, changed bool,
 	return append(w, ']'), true, nil
 }
 
-// scanMessages reads the messages array at the scanner's position (its
-// '[' next) in the same pass that validates it. Raw bytes are slices of
-// the scanner's input.
-func scanMessages(sc *scanner) ([]chatMessage, error) {
+// scanMessages reads the messages array next at the scanner, in body, in
+// the same pass that validates it. Raw bytes are slices of body.
+func scanMessages(sc *jsonscan.Scanner, body []byte) ([]chatMessage, error) {
 	var msgs []chatMessage
-	err := sc.elements(func(i int) error {
-		start := sc.i
-		if sc.ws() != '{' {
-			if _, err := sc.value(); err != nil {
+	err := sc.Elements(func(i int) error {
+		start := sc.Pos()
+		if sc.Peek() != '{' {
+			if _, err := sc.Value(); err != nil {
 				return err
 			}
 			return invalidf("messages.%d: must be an object", i)
 		}
 		var m chatMessage
-		err := sc.members(func(name []byte) error {
-			val, err := sc.value()
+		err := sc.Members(func(name []byte) error {
+			val, err := sc.Value()
 			if err != nil {
 				return err
 			}
@@ -203,7 +202,7 @@ func scanMessages(sc *scanner) ([]chatMessage, error) {
 		if err != nil {
 			return err
 		}
-		m.raw = bytes.TrimLeft(sc.b[start:sc.i], " \t\r\n,")
+		m.raw = bytes.TrimLeft(body[start:sc.Pos()], " \t\r\n,")
 		msgs = append(msgs, m)
 		return nil
 	})
@@ -348,129 +347,4 @@ func textPart(segs [][]byte) []byte {
 		b = append(b, s...)
 	}
 	return append(b, `"}`...)
-}
-
-// member is a top-level member of a JSON object: its value and where the
-// value lies in the body; keyStart is the offset of its name.
-type member struct {
-	value      jsontext.Value
-	start, end int
-	name       string
-	keyStart   int
-}
-
-type object struct {
-	open    int // offset of '{'
-	members int
-	list    []member      // the wanted members in body order, repeats included
-	msgs    []chatMessage // the messages array, when scanned
-}
-
-// get returns the last wanted member of that name. A request has a dozen
-// members at most: a search of the list is faster than a map, which cost
-// each scan an allocation and its growth.
-func (o *object) get(name string) (member, bool) {
-	for i := len(o.list) - 1; i >= 0; i-- {
-		if o.list[i].name == name {
-			return o.list[i], true
-		}
-	}
-	return member{}, false
-}
-
-// scanObject reads a JSON object's top-level members, remembering those
-// that want names (every one when want is nil; get finds the last one of
-// a repeated name). want is given the name unescaped, in memory it must
-// not keep: only the names it wants are copied into strings. The whole
-// body is validated, in one pass (see scanner): with messages set, an
-// array-valued "messages" member is scanned into object.msgs on the way.
-func scanObject(body []byte, messages bool, want func(name []byte) bool) (object, error) {
-	sc := scanner{b: body}
-	var o object
-	switch sc.ws() {
-	case '{':
-	case 0:
-		return o, sc.eof()
-	default:
-		if _, err := sc.value(); err != nil {
-			return o, err
-		}
-		return o, invalidf("request body: must be a JSON object")
-	}
-	o.open = sc.i
-	if want == nil {
-		o.list = make([]member, 0, 16) // a request's members, in one allocation
-	} else {
-		o.list = make([]member, 0, 4) // the few wanted, in one allocation
-	}
-	err := sc.members(func(raw []byte) error {
-		// raw is a slice of body: the difference of capacities is its offset.
-		keyStart := cap(body) - cap(raw)
-		o.members++
-		name, err := rawName(raw)
-		if err != nil {
-			return err
-		}
-		if messages && string(name) == "messages" && sc.ws() == '[' {
-			start := sc.i
-			msgs, err := scanMessages(&sc)
-			if err != nil {
-				return err
-			}
-			o.msgs = msgs
-			o.list = append(o.list, member{value: body[start:sc.i], start: start, end: sc.i, name: "messages", keyStart: keyStart})
-			return nil
-		}
-		v, err := sc.value()
-		if err != nil {
-			return err
-		}
-		if want == nil || want(name) {
-			o.list = append(o.list, member{value: v, start: sc.i - len(v), end: sc.i, name: knownName(name), keyStart: keyStart})
-		}
-		return nil
-	})
-	if err != nil {
-		return o, err
-	}
-	if sc.ws() != 0 || sc.i < len(sc.b) {
-		return o, invalidf("request body: data after the JSON object")
-	}
-	return o, nil
-}
-
-// rawName returns the name of a member, raw as in the body (quoted),
-// unescaped: in the body's memory when it has no escape.
-func rawName(raw []byte) ([]byte, error) {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1], nil
-	}
-	var name string
-	if err := json.Unmarshal(raw, &name); err != nil {
-		return nil, decodeError(err)
-	}
-	return []byte(name), nil
-}
-
-// edit replaces body[start:end] with repl.
-type edit struct {
-	start, end int
-	repl       []byte
-}
-
-// splice applies edits, sorted by start and not overlapping, to a copy of
-// body.
-func splice(body []byte, edits []edit) []byte {
-	n := len(body)
-	for _, e := range edits {
-		n += len(e.repl) - (e.end - e.start)
-	}
-	out := bufpool.Get(n)
-	at := 0
-	for _, e := range edits {
-		out = append(out, body[at:e.start]...)
-		out = append(out, e.repl...)
-		at = e.end
-	}
-	return append(out, body[at:]...)
 }

@@ -192,28 +192,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// ChatResponseModel rewrites the model of a non-stream Chat response to the
-// alias, leaving every other byte as the backend sent it. A response
-// without a model gets one.
-func ChatResponseModel(chatBody []byte, alias string) ([]byte, error) {
-	top, err := scanObject(chatBody, false, func(name []byte) bool { return string(name) == "model" })
-	if err != nil {
-		return nil, fmt.Errorf("translate: backend response is not a JSON object: %w", err)
-	}
-	return withModel(chatBody, &top, alias), nil
-}
-
-// withModel returns a copy of the scanned object body (its model member
-// wanted) whose model is alias: in place of the body's, or first.
-func withModel(body []byte, top *object, alias string) []byte {
-	q := appendQuoted(nil, alias)
-	if m, ok := top.get("model"); ok {
-		return splice(body, []edit{{m.start, m.end, q}})
-	}
-	ins := append(append([]byte(`"model":`), q...), ',')
-	if top.members == 0 {
-		ins = ins[:len(ins)-1]
-	}
-	return splice(body, []edit{{top.open + 1, top.open + 1, ins}})
-}

@@ -15,7 +15,7 @@ package translate
 //	ended, failed: every method appends nothing.
 //
 // The content blocks, while the message is open: the backend's content is
-// sorted into lanes as chatLanes says (chatlanes.go), one per block; a
+// sorted into lanes as chatLanes says (chat_stream_lanes.go), one per block; a
 // lane's number is its block index. Opening a lane writes
 // content_block_start, then the content it got while waiting as one delta;
 // content of the open text or thinking lane goes out at once as deltas;

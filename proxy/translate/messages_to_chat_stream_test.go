@@ -280,7 +280,7 @@ func deltas(t testing.TB, events []ssecheck.Event) []string {
 
 // A call's arguments are held until its block closes, then go out in one
 // delta: a fragment relayed as it came could not be taken back if the
-// arguments turned out not to be an object (see stream.go).
+// arguments turned out not to be an object (see messages_to_chat_stream.go).
 func TestStreamToolArgumentsGoOutWhole(t *testing.T) {
 	events := eventsOf(t, must(runStream(fixture(t, "tool-call-fragments.sse"), nil)))
 	want := []string{`0:{"command": "ls -la", "description": "List files"}`}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -74,32 +75,27 @@ func passThrough(body []byte, top object, resolve Resolver) (BackendRequest, err
 // a string, or "". It is a quick look for routing; the translation reads
 // the whole body (and the last "model", should there be several).
 func RequestModel(body []byte) string {
-	sc := scanner{b: body}
-	if sc.ws() != '{' {
+	sc := jsonscan.New(body)
+	if sc.Peek() != '{' {
 		return ""
 	}
-	sc.i++
-	sc.depth = 1
-	for sc.ws() == '"' {
-		raw, err := sc.value()
-		if err != nil || sc.expect(':') != nil {
-			return ""
-		}
-		v, err := sc.value()
+	var model string
+	sc.Members(func(name []byte) error {
+		v, err := sc.Value()
 		if err != nil {
-			return ""
+			return err
 		}
-		if string(raw) == `"model"` {
-			model, _ := scannedString(v)
-			return model
+		if string(name) != `"model"` {
+			return nil
 		}
-		if sc.ws() != ',' {
-			return ""
-		}
-		sc.i++
-	}
-	return ""
+		model, _ = scannedString(v)
+		return errFound
+	})
+	return model
 }
+
+// errFound ends a scan early: what was looked for was found.
+var errFound = errors.New("found")
 
 // scannedString decodes a value the scanner passed (valid JSON) when it
 // is a string: its bytes between the quotes when it holds no escape, else
@@ -167,20 +163,27 @@ func streamFlag(top object) (bool, error) {
 // array (valid JSON): the bytes [start, end) to cut, its separator
 // included, and whether it is the array's only element.
 func billingElement(list []byte) (start, end int, only, found bool) {
-	sc := scanner{b: list, i: 1}
-	sc.ws()
-	start = sc.i
-	raw, err := sc.value()
-	if err != nil || len(raw) == 0 || raw[0] != '{' || !billingObject(raw) {
+	sc := jsonscan.New(list)
+	only = true
+	sc.Elements(func(i int) error {
+		if i > 0 {
+			sc.Peek()
+			end, only = sc.Pos(), false // the separator goes with the block
+			return errFound
+		}
+		sc.Peek()
+		start = sc.Pos()
+		raw, err := sc.Value()
+		if err != nil || len(raw) == 0 || raw[0] != '{' || !billingObject(raw) {
+			return errFound
+		}
+		end, found = sc.Pos(), true
+		return nil
+	})
+	if !found {
 		return 0, 0, false, false
 	}
-	end = sc.i
-	if sc.ws() != ',' {
-		return start, end, true, true
-	}
-	sc.i++
-	sc.ws()
-	return start, sc.i, false, true
+	return start, end, only, true
 }
 
 // listed reports whether name is one of the comma-separated names of
@@ -220,9 +223,9 @@ var errNotPlain = errors.New("not a plain text block")
 // "text", once each, both strings, their names and the type unescaped:
 // their raw values; ok is false for any other object.
 func plainTextBlock(raw []byte) (typ, text []byte, ok bool) {
-	sc := scanner{b: raw}
-	err := sc.members(func(name []byte) error {
-		v, err := sc.value()
+	sc := jsonscan.New(raw)
+	err := sc.Members(func(name []byte) error {
+		v, err := sc.Value()
 		if err != nil {
 			return err
 		}

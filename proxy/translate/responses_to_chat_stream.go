@@ -3,7 +3,7 @@ package translate
 // The Responses stream translator turns one backend Chat stream into the
 // events of one Responses answer, each with its sequence_number (0, 1, 2…
 // in the order written). It is a state machine in two layers, as the
-// Messages one is (stream.go).
+// Messages one is (messages_to_chat_stream.go).
 //
 // The response:
 //
@@ -17,7 +17,7 @@ package translate
 //	ended, failed: every method appends nothing.
 //
 // The output items, while the response is open: the backend's content is
-// sorted into lanes as chatLanes says (chatlanes.go), in order: a
+// sorted into lanes as chatLanes says (chat_stream_lanes.go), in order: a
 // reasoning item, an output_text or a refusal part, a function_call or a
 // custom_tool_call. Each lane is one output item, except that text and
 // refusal lanes that follow one another are the parts of ONE message item

@@ -1,8 +1,30 @@
-// Package translate converts between the Messages format and the Chat
-// Completions format: requests Messages→Chat, responses Chat→Messages, and
-// streams through an explicit state machine over Chat chunks. It also
-// prepares Chat requests that pass through to a backend. It does no I/O:
-// every function takes bytes and returns bytes.
+// Package translate converts requests and answers between the Messages,
+// Responses and Chat Completions formats, and normalizes those that stay
+// in their format. It does no I/O: every function takes bytes and returns
+// bytes. Files are named source_to_target_{request,response,stream}.go by
+// the client's format and the backend's; each direction's stream is one
+// explicit state machine.
+//
+//   - messages_to_chat_*: a Messages client, a Chat backend
+//     (MessagesToChat; ChatToMessages; Stream). _request_blocks and
+//     _request_encode hold the request's content blocks and its encoding.
+//   - chat_to_messages_*: a Chat client, a Messages backend
+//     (ChatToMessagesRequest; MessagesToChatResponse; ReverseStream).
+//   - responses_to_chat_*: a Responses client, a Chat backend
+//     (ResponsesToChat; ChatToResponses; ResponsesStream).
+//   - chat_to_chat_*, messages_to_messages_*: the same-format
+//     normalizers, which pass the body through with only the model, the
+//     output limit and what the backend cannot take rewritten (ChatToChat,
+//     ChatResponseModel, ChatStream; MessagesToMessages,
+//     MessagesResponseModel, NativeStream).
+//
+// Beside them: chat_stream_lanes.go reads a backend's Chat stream for the
+// two stream translators from Chat; decode.go decodes a client's request
+// with jsonv2 into its wire type and words the errors; members.go finds a
+// body's top-level members with the validating scanner
+// (internal/jsonscan) and splices the normalizers' edits; tokens.go and
+// window.go estimate prompts and fit the output limit to the context
+// window.
 package translate
 
 import "fmt"

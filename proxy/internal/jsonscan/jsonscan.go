@@ -1,4 +1,15 @@
-package translate
+// Package jsonscan is the proxy's one hand-written JSON reader: a
+// validating scanner over a byte slice for the paths that find a few
+// members of a body and copy the rest as raw bytes (the pass-through
+// translations). It accepts exactly what jsontext accepts with
+// AllowDuplicateNames (string escapes and UTF-8, control characters,
+// number grammar, literals, nesting up to jsontext's maximum depth), and
+// a value ends where jsontext's does (FuzzValueMatchesJSONText, whose
+// corpus is under testdata/fuzz); it decodes nothing. It skips over the
+// text of strings with bytes.IndexByte and sixteen bytes at a time rather
+// than byte by byte: a coding client's 50 KB of prompts and tool schemas
+// are almost all string text.
+package jsonscan
 
 import (
 	"bytes"
@@ -8,34 +19,97 @@ import (
 	"unicode/utf8"
 )
 
-// scanner reads JSON from a byte slice for the pass-through paths, which
-// only find a few members and copy the rest as raw bytes. It validates as
-// strictly as jsontext does with AllowDuplicateNames (string escapes and
-// UTF-8, control characters, number grammar, literals, nesting up to
-// jsontext's maximum depth), but skips over the text of strings with
-// bytes.IndexByte and sixteen bytes at a time rather than byte by byte: a
-// coding client's 50 KB of prompts and tool schemas are almost all string
-// text, and a byte-at-a-time tokenizer spent most of the pass-through's
-// CPU on them.
-type scanner struct {
+// Scanner reads the JSON in one byte slice, from its start, one value or
+// member at a time. Its methods report malformed input as a
+// *SyntaxError. The zero Scanner reads an empty input.
+type Scanner struct {
 	b     []byte
 	i     int
 	depth int
 }
 
+// New returns a Scanner at the start of b.
+func New(b []byte) Scanner { return Scanner{b: b} }
+
+// SyntaxError is malformed JSON: what is wrong, and the byte offset in the
+// scanner's input where it is.
+type SyntaxError struct {
+	Offset int
+	What   string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("malformed JSON at byte offset %d: %s", e.Offset, e.What)
+}
+
 // maxDepth is jsontext's limit on nesting.
 const maxDepth = 10000
 
-func (s *scanner) errorf(format string, args ...any) error {
-	return &RequestError{Msg: fmt.Sprintf("malformed JSON at byte offset %d: ", s.i) + fmt.Sprintf(format, args...)}
+func (s *Scanner) errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: s.i, What: fmt.Sprintf(format, args...)}
 }
 
-func (s *scanner) eof() error {
-	return &RequestError{Msg: fmt.Sprintf("malformed JSON at byte offset %d: unexpected end of input", len(s.b))}
+func (s *Scanner) eof() error {
+	return &SyntaxError{Offset: len(s.b), What: "unexpected end of input"}
+}
+
+// Pos is the offset in the input of the next byte to read.
+func (s *Scanner) Pos() int { return s.i }
+
+// Peek skips whitespace and returns the next byte, 0 at the end of the
+// input.
+func (s *Scanner) Peek() byte { return s.ws() }
+
+// AtEnd skips whitespace and reports whether the input ends there.
+func (s *Scanner) AtEnd() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// Value consumes one JSON value after whitespace, validating it, and
+// returns its bytes.
+func (s *Scanner) Value() ([]byte, error) { return s.value() }
+
+// Expect consumes byte c after whitespace, or reports what is there
+// instead.
+func (s *Scanner) Expect(c byte) error { return s.expect(c) }
+
+// Members reads the object next (after whitespace), calling f for each
+// member with its name raw (quoted, escaped as in the input: a slice of
+// it) once the ':' after the name is read; f consumes the member's value
+// (Value, or Members or Elements on it). An error f returns ends the
+// reading and is returned as it is.
+func (s *Scanner) Members(f func(name []byte) error) error {
+	if err := s.expectOpen('{'); err != nil {
+		return err
+	}
+	return s.members(f)
+}
+
+// Elements reads the array next (after whitespace), calling f for each
+// element with its index; f consumes the element. An error f returns
+// ends the reading and is returned as it is.
+func (s *Scanner) Elements(f func(i int) error) error {
+	if err := s.expectOpen('['); err != nil {
+		return err
+	}
+	return s.elements(f)
+}
+
+// expectOpen checks that the bracket open is next, after whitespace.
+func (s *Scanner) expectOpen(open byte) error {
+	switch c := s.ws(); {
+	case c == open:
+		return nil
+	case s.i >= len(s.b):
+		return s.eof()
+	default:
+		return s.errorf("invalid character %q, expecting %q", c, open)
+	}
 }
 
 // ws skips whitespace and returns the next byte (0 at the end).
-func (s *scanner) ws() byte {
+func (s *Scanner) ws() byte {
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; c {
 		case ' ', '\t', '\n', '\r':
@@ -48,7 +122,7 @@ func (s *scanner) ws() byte {
 }
 
 // expect consumes byte c after whitespace.
-func (s *scanner) expect(c byte) error {
+func (s *Scanner) expect(c byte) error {
 	if s.ws() != c {
 		if s.i >= len(s.b) {
 			return s.eof()
@@ -60,7 +134,7 @@ func (s *scanner) expect(c byte) error {
 }
 
 // value consumes one JSON value after whitespace and returns its raw bytes.
-func (s *scanner) value() ([]byte, error) {
+func (s *Scanner) value() ([]byte, error) {
 	c := s.ws()
 	start := s.i
 	var err error
@@ -87,7 +161,7 @@ func (s *scanner) value() ([]byte, error) {
 	return s.b[start:s.i], err
 }
 
-func (s *scanner) literal(lit string) error {
+func (s *Scanner) literal(lit string) error {
 	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
 		if len(s.b)-s.i < len(lit) && bytes.HasPrefix([]byte(lit), s.b[s.i:]) {
 			return s.eof()
@@ -98,7 +172,7 @@ func (s *scanner) literal(lit string) error {
 	return nil
 }
 
-func (s *scanner) enter() error {
+func (s *Scanner) enter() error {
 	s.depth++
 	if s.depth > maxDepth {
 		return s.errorf("exceeded max depth of %d", maxDepth)
@@ -106,25 +180,22 @@ func (s *scanner) enter() error {
 	return nil
 }
 
-func (s *scanner) object() error {
+func (s *Scanner) object() error {
 	return s.members(func([]byte) error {
 		_, err := s.value()
 		return err
 	})
 }
 
-func (s *scanner) array() error {
+func (s *Scanner) array() error {
 	return s.elements(func(int) error {
 		_, err := s.value()
 		return err
 	})
 }
 
-// members reads the object at the scanner (its '{' next), calling f for
-// each member with its raw name (quoted and escaped, as in the input) once
-// the ':' after it is read; f reads the member's value. It is the one loop
-// over object members of the hand-written readers of this package.
-func (s *scanner) members(f func(name []byte) error) error {
+// members is Members with the object's '{' next.
+func (s *Scanner) members(f func(name []byte) error) error {
 	if done, err := s.open('}'); done || err != nil {
 		return err
 	}
@@ -152,9 +223,8 @@ func (s *scanner) members(f func(name []byte) error) error {
 	}
 }
 
-// elements reads the array at the scanner (its '[' next), calling f for
-// each element with its index; f reads the element.
-func (s *scanner) elements(f func(i int) error) error {
+// elements is Elements with the array's '[' next.
+func (s *Scanner) elements(f func(i int) error) error {
 	if done, err := s.open(']'); done || err != nil {
 		return err
 	}
@@ -170,7 +240,7 @@ func (s *scanner) elements(f func(i int) error) error {
 
 // open enters the object or array whose first byte is next; done reports
 // that end closed it at once.
-func (s *scanner) open(end byte) (done bool, err error) {
+func (s *Scanner) open(end byte) (done bool, err error) {
 	if err := s.enter(); err != nil {
 		return false, err
 	}
@@ -179,7 +249,7 @@ func (s *scanner) open(end byte) (done bool, err error) {
 }
 
 // close leaves the object or array if end is next.
-func (s *scanner) close(end byte) bool {
+func (s *Scanner) close(end byte) bool {
 	if s.ws() != end {
 		return false
 	}
@@ -190,7 +260,7 @@ func (s *scanner) close(end byte) bool {
 
 // next reads what follows a member or an element (what): ',' before the
 // next one, or end (done).
-func (s *scanner) next(end byte, what string) (done bool, err error) {
+func (s *Scanner) next(end byte, what string) (done bool, err error) {
 	if s.ws() == ',' {
 		s.i++
 		return false, nil
@@ -204,7 +274,7 @@ func (s *scanner) next(end byte, what string) (done bool, err error) {
 	return false, s.errorf("invalid character %q after %s", s.b[s.i], what)
 }
 
-func (s *scanner) digits() int {
+func (s *Scanner) digits() int {
 	n := 0
 	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
 		s.i++
@@ -213,7 +283,7 @@ func (s *scanner) digits() int {
 	return n
 }
 
-func (s *scanner) number() error {
+func (s *Scanner) number() error {
 	if s.b[s.i] == '-' {
 		s.i++
 	}
@@ -258,7 +328,7 @@ func (s *scanner) number() error {
 // done. Longer text goes on from where it stopped: bytes.IndexByte finds
 // its end and any backslash, and the text between is checked sixteen bytes
 // a turn (checkText).
-func (s *scanner) str() error {
+func (s *Scanner) str() error {
 	b := s.b
 	j := s.i + 1
 	for end := min(len(b)-8, j+shortString); j <= end; j += 8 {
@@ -396,7 +466,7 @@ func checkText(t []byte) int {
 
 // textError reports the bad byte of string text at b[at], in jsontext's
 // words.
-func (s *scanner) textError(at int) error {
+func (s *Scanner) textError(at int) error {
 	s.i = at
 	if s.b[at] < 0x20 {
 		return s.errorf("invalid character %q within string (expecting non-control character)", s.b[at])
@@ -405,7 +475,7 @@ func (s *scanner) textError(at int) error {
 }
 
 // escape checks the escape sequence at b[j] ('\\') and returns its length.
-func (s *scanner) escape(j int) (int, error) {
+func (s *Scanner) escape(j int) (int, error) {
 	b := s.b
 	if j+1 >= len(b) {
 		return 0, s.eof()
@@ -459,89 +529,4 @@ func hex4(b []byte, at int) (rune, bool) {
 		}
 	}
 	return r, true
-}
-
-// knownName returns name as a string: the names of the members the
-// scanners read in requests, answers and their usage, and the words a
-// request repeats as values (item, part and tool types, roles: some thirty
-// in a Codex request), without an allocation (a constant of the same
-// text), any other as a copy.
-func knownName(name []byte) string {
-	switch string(name) {
-	case "model":
-		return "model"
-	case "messages":
-		return "messages"
-	case "system":
-		return "system"
-	case "tools":
-		return "tools"
-	case "stream":
-		return "stream"
-	case "max_tokens":
-		return "max_tokens"
-	case "max_completion_tokens":
-		return "max_completion_tokens"
-	case "metadata":
-		return "metadata"
-	case "thinking":
-		return "thinking"
-	case "context_management":
-		return "context_management"
-	case "output_config":
-		return "output_config"
-	case "usage":
-		return "usage"
-	case "type":
-		return "type"
-	case "message":
-		return "message"
-	case "input_tokens":
-		return "input_tokens"
-	case "output_tokens":
-		return "output_tokens"
-	case "cache_read_input_tokens":
-		return "cache_read_input_tokens"
-	case "cache_creation_input_tokens":
-		return "cache_creation_input_tokens"
-	case "function":
-		return "function"
-	case "function_call":
-		return "function_call"
-	case "function_call_output":
-		return "function_call_output"
-	case "custom_tool_call":
-		return "custom_tool_call"
-	case "custom_tool_call_output":
-		return "custom_tool_call_output"
-	case "reasoning":
-		return "reasoning"
-	case "input_text":
-		return "input_text"
-	case "output_text":
-		return "output_text"
-	case "input_image":
-		return "input_image"
-	case "summary_text":
-		return "summary_text"
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	case "developer":
-		return "developer"
-	case "custom":
-		return "custom"
-	case "namespace":
-		return "namespace"
-	case "web_search":
-		return "web_search"
-	case "text":
-		return "text"
-	case "tool_use":
-		return "tool_use"
-	case "tool_result":
-		return "tool_result"
-	}
-	return string(name)
 }

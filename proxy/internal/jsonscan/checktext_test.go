@@ -1,4 +1,4 @@
-package translate
+package jsonscan
 
 import (
 	"math/rand/v2"
