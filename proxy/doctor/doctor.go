@@ -1,10 +1,12 @@
 // Package doctor checks a proxy config against its backends, for
 // `proxy check`: for each backend model, whether it is reachable, takes
 // its key and serves the model, its context window, whether the model
-// calls a forced tool, which field carries its reasoning, whether the
-// server has a native Messages endpoint, and how long its first token
-// takes. Each failure says how to fix it. Run only reads the backends,
-// through the requests a client would make (two small completions).
+// calls the tool a tool_choice names, which field carries its reasoning,
+// whether the server has a native Messages endpoint, how long its first
+// token takes, whether the coding client's tool schemas compile there (as
+// the proxy sends them), and, when asked, how it words a context overflow.
+// Each failure says how to fix it. Run only reads the backends, through
+// the requests a client would make (small completions of a few tokens).
 package doctor
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/dialect"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
 )
 
@@ -48,9 +51,11 @@ const (
 	CheckReasoning = "reasoning"
 	CheckMessages  = "native_messages"
 	CheckLatency   = "first_token"
+	CheckSchemas   = "tool_schemas"
+	CheckOverflow  = "overflow"
 )
 
-var checkOrder = []string{CheckReachable, CheckKey, CheckModel, CheckWindow, CheckToolCall, CheckReasoning, CheckMessages, CheckLatency}
+var checkOrder = []string{CheckReachable, CheckKey, CheckModel, CheckWindow, CheckToolCall, CheckReasoning, CheckMessages, CheckLatency, CheckSchemas, CheckOverflow}
 
 // Result is one check of one backend model.
 type Result struct {
@@ -83,6 +88,9 @@ type Report struct {
 type Options struct {
 	Client  *http.Client  // nil: http.DefaultClient
 	Timeout time.Duration // bounds each backend's checks (default 60 s: a cold model may take that long)
+	// ProbeOverflow: send each backend a prompt just over its discovered
+	// window and report how it words the overflow (CheckOverflow).
+	ProbeOverflow bool
 }
 
 // SlowFirstToken is the first-token latency over which the check warns.
@@ -117,7 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 			defer cancel()
-			c := checker{ctx: ctx, client: opts.Client, route: r, cfgPath: cfg.Path}
+			c := checker{ctx: ctx, client: opts.Client, route: r, cfgPath: cfg.Path, probeOverflow: opts.ProbeOverflow}
 			b.Results = c.run()
 			b.Server = c.info.Server
 		}(&rep.Backends[i], routes[i])
@@ -138,12 +146,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 }
 
 type checker struct {
-	ctx     context.Context
-	client  *http.Client
-	route   config.Route
-	cfgPath string
-	info    discover.Info
-	results []Result
+	ctx           context.Context
+	client        *http.Client
+	route         config.Route
+	cfgPath       string
+	probeOverflow bool
+	info          discover.Info
+	results       []Result
 }
 
 func (c *checker) add(check string, s Status, detail, fix string) {
@@ -204,21 +213,40 @@ func (c *checker) run() []Result {
 	}
 	c.add(CheckReachable, OK, fmt.Sprintf("%s answers GET /v1/models in %s", server, time.Since(start).Round(time.Millisecond)), "")
 	c.add(CheckKey, OK, "accepted", "")
-	if !slices.Contains(info.Models, r.BackendModel) {
-		served := strings.Join(info.Models, ", ")
-		if served == "" {
-			served = "none"
-		}
-		c.add(CheckModel, Fail, fmt.Sprintf("the backend does not serve %q; it serves: %s", r.BackendModel, served),
-			fmt.Sprintf("set proxy_params.model in %s to vendorb/<one of: %s>, or load %s on the backend", c.cfgPath, served, r.BackendModel))
-		return c.skipRest("the model is not served")
-	}
-	c.add(CheckModel, OK, "served", "")
+	// A model not served fails its check; the others still run (the
+	// backend's own answers to them say more).
+	c.model()
 	c.window()
 	c.toolCall()
 	c.streamed()
 	c.nativeMessages()
+	c.toolSchemas()
+	c.overflow()
 	return c.results
+}
+
+// model checks that the backend serves the model under its configured
+// name, as the server itself matches names: Ollama takes "name" for
+// "name:latest", and llama-server, serving one model, answers to any name.
+func (c *checker) model() {
+	want, info := c.route.BackendModel, c.info
+	switch {
+	case slices.Contains(info.Models, want):
+		c.add(CheckModel, OK, "served", "")
+		return
+	case info.Server == discover.Ollama && !strings.Contains(want, ":") && slices.Contains(info.Models, want+":latest"):
+		c.add(CheckModel, OK, "served as "+want+":latest (Ollama's default tag)", "")
+		return
+	case info.Server == discover.LlamaCpp && len(info.Models) == 1:
+		c.add(CheckModel, OK, fmt.Sprintf("served: llama-server serves one model (%s) under any name", info.Models[0]), "")
+		return
+	}
+	served := strings.Join(info.Models, ", ")
+	if served == "" {
+		served = "none"
+	}
+	c.add(CheckModel, Fail, fmt.Sprintf("the backend does not serve %q; it serves: %s", want, served),
+		fmt.Sprintf("set proxy_params.model in %s to vendorb/<one of: %s>, or load %s on the backend", c.cfgPath, served, want))
 }
 
 func (c *checker) window() {
@@ -243,16 +271,27 @@ func windowText(info discover.Info) string {
 	return fmt.Sprintf("%d", info.ContextWindow)
 }
 
-// toolProbe is a request that forces a call of one tool.
+// toolProbe is a request that names one of two tools in tool_choice,
+// the second: a server that ignores the name is seen calling the first.
 func toolProbe(model string) []byte {
 	return []byte(`{"model":` + quote(model) + `,"max_tokens":256,"temperature":0,` +
 		`"messages":[{"role":"user","content":"What is the weather in Paris? Use the tool."}],` +
-		`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],` +
+		`"tools":[{"type":"function","function":{"name":"get_time","description":"Current time of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},` +
+		`{"type":"function","function":{"name":"get_weather","description":"Current weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],` +
 		`"tool_choice":{"type":"function","function":{"name":"get_weather"}}}`)
 }
 
+// asSent is a Chat request as the proxy sends it to this backend's
+// server (package dialect).
+func (c *checker) asSent(body []byte) []byte {
+	if fitted, _ := dialect.Fit(c.info.Server, dialect.Chat, body); fitted != nil {
+		return fitted
+	}
+	return body
+}
+
 func (c *checker) toolCall() {
-	body, status, err := c.post("/chat/completions", toolProbe(c.route.BackendModel))
+	body, status, err := c.post("/chat/completions", c.asSent(toolProbe(c.route.BackendModel)))
 	if err != nil || status/100 != 2 {
 		c.add(CheckToolCall, Fail, "the tool-call probe failed: "+c.redact(failure(status, body, err)),
 			"check the backend's log; a server that rejects tool_choice needs tool calling turned on (vLLM --enable-auto-tool-choice --tool-call-parser <parser>, llama.cpp --jinja)")
@@ -267,13 +306,18 @@ func (c *checker) toolCall() {
 	for _, tc := range msg.ToolCalls {
 		if tc.Function.Name == "get_weather" {
 			if json.Unmarshal([]byte(tc.Function.Arguments), new(map[string]any)) != nil {
-				c.add(CheckToolCall, Warn, "called the forced tool, with arguments that are not a JSON object: "+c.redact(tc.Function.Arguments),
+				c.add(CheckToolCall, Warn, "called the named tool, with arguments that are not a JSON object: "+c.redact(tc.Function.Arguments),
 					"use the server's tool-call parser for this model (vLLM --tool-call-parser)")
 				return
 			}
-			c.add(CheckToolCall, OK, "called the forced tool get_weather("+c.redact(tc.Function.Arguments)+")", "")
+			c.add(CheckToolCall, OK, "called the named tool get_weather("+c.redact(tc.Function.Arguments)+"), not the other one offered", "")
 			return
 		}
+	}
+	if len(msg.ToolCalls) > 0 {
+		c.add(CheckToolCall, Fail, fmt.Sprintf("tool_choice named get_weather, the model called %s instead: the server does not honour a named tool_choice", msg.ToolCalls[0].Function.Name),
+			"serve the model with tool calling on and a server version that honours tool_choice (vLLM --enable-auto-tool-choice; llama.cpp --jinja)")
+		return
 	}
 	text := ""
 	if msg.Content != nil {

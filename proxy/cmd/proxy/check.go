@@ -24,10 +24,11 @@ func check(args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
 		configPath = fs.String("config", "config.yaml", "path of the YAML config to check")
 		asJSON     = fs.Bool("json", false, "print the report as JSON, for scripts")
 		timeout    = fs.Duration("timeout", 60*time.Second, "how long each backend's checks may take (a cold model needs time)")
+		probe      = fs.Bool("probe-overflow", false, "send each backend a prompt just over its discovered window and report how it words the overflow")
 	)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: proxy check --config FILE [--json] [--timeout 60s]")
-		fmt.Fprintln(stderr, "Checks each backend of the config: reachable, key, model, context window, tool calls, reasoning field, native Messages endpoint, first-token latency.")
+		fmt.Fprintln(stderr, "usage: proxy check --config FILE [--json] [--timeout 60s] [--probe-overflow]")
+		fmt.Fprintln(stderr, "Checks each backend of the config: reachable, key, model, context window, tool calls, reasoning field, native Messages endpoint, first-token latency, the coding client's tool schemas, and (--probe-overflow) how an overflow is worded.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +51,7 @@ func check(args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep := doctor.Run(ctx, cfg, doctor.Options{Timeout: *timeout})
+	rep := doctor.Run(ctx, cfg, doctor.Options{Timeout: *timeout, ProbeOverflow: *probe})
 	if *asJSON {
 		err = doctor.WriteJSON(stdout, rep)
 	} else {

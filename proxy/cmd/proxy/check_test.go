@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,7 +59,8 @@ func TestCheckHealthyStub(t *testing.T) {
 		{doctor.CheckKey, "accepted"},
 		{doctor.CheckModel, "served"},
 		{doctor.CheckWindow, "65536 tokens (GET /v1/models max_model_len)"},
-		{doctor.CheckToolCall, "called the forced tool get_weather("},
+		{doctor.CheckToolCall, "called the named tool get_weather("},
+		{doctor.CheckSchemas, "the coding client's 12 tools compile"},
 		{doctor.CheckReasoning, "none seen"},
 		{doctor.CheckMessages, "absent"},
 	} {
@@ -85,26 +87,30 @@ func TestCheckFailuresCarryTheirFix(t *testing.T) {
 		model, key  string
 		check       string
 		detail, fix string
+		failures    int
 	}{
 		{"wrong key", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", APIKey: "sk-right"})), "qwen3-coder", "sk-wrong",
-			doctor.CheckKey, "the backend refused the key (401)", "set proxy_params.api_key"},
+			doctor.CheckKey, "the backend refused the key (401)", "set proxy_params.api_key", 1},
 		{"unknown backend model", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", StrictModel: true})), "qwen3-coder-typo", "k",
-			doctor.CheckModel, `does not serve "qwen3-coder-typo"; it serves: qwen3-coder`, "vendorb/<one of: qwen3-coder>"},
+			// The checks after it still run: the backend's own answers (404
+			// to the completions) say more than "skipped".
+			doctor.CheckModel, `does not serve "qwen3-coder-typo"; it serves: qwen3-coder`, "vendorb/<one of: qwen3-coder>", 3},
 		{"backend down", downURL, "qwen3-coder", "k",
-			doctor.CheckReachable, "cannot reach " + downURL + ": connection refused", "start the backend, or correct proxy_params.api_base"},
+			doctor.CheckReachable, "cannot reach " + downURL + ": connection refused", "start the backend, or correct proxy_params.api_base", 1},
 		{"model never calls tools", serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder", NoTools: true, ContextWindow: 65536})), "qwen3-coder", "k",
-			doctor.CheckToolCall, "asked to call get_weather, the model answered with text instead", "serve the model with tool calling on"},
+			doctor.CheckToolCall, "asked to call get_weather, the model answered with text instead", "serve the model with tool calling on", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, text, rep := runCheck(t, "--config", checkConfig(t, c.url, c.model, c.key))
-			if code != 1 || rep.OK || rep.Failures != 1 {
-				t.Errorf("exit %d, %d failures, want exit 1 and one failure\n%s", code, rep.Failures, text)
+			want := c.failures
+			if code != 1 || rep.OK || rep.Failures != want {
+				t.Errorf("exit %d, %d failures, want exit 1 and %d\n%s", code, rep.Failures, want, text)
 			}
 			r := result(rep, c.check)
 			if r.Status != doctor.Fail || !strings.Contains(r.Detail, c.detail) || !strings.Contains(r.Fix, c.fix) {
 				t.Errorf("%s: %+v\nwant FAIL %q, fix %q", c.check, r, c.detail, c.fix)
 			}
-			if !strings.Contains(text, "FAIL") || !strings.Contains(text, "fix: ") || !strings.Contains(text, "1 failure(s)") {
+			if !strings.Contains(text, "FAIL") || !strings.Contains(text, "fix: ") || !strings.Contains(text, fmt.Sprintf("%d failure(s)", want)) {
 				t.Errorf("table:\n%s", text)
 			}
 			t.Logf("\n%s", text)
