@@ -25,6 +25,7 @@ import (
 
 	_ "golang.org/x/crypto/x509roots/fallback" // TLS roots for FROM scratch images
 
+	"github.com/dragoman-dev/dragoman/proxy/admin"
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
@@ -132,7 +133,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Info("tracing on: OTLP over HTTP to the endpoint of OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")
 	}
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
-		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, ForwardChatBody: *forward, Gate: gate})
+		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, ForwardChatBody: *forward, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -228,6 +229,15 @@ func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) 
 		}
 		store.Close()
 	}, nil
+}
+
+// adminOf is the /admin page and API of the per-user keys; nil (not
+// served) without a database.
+func adminOf(gate *keys.Gate, masterKeys []string, bal *balance.Balancer, log *slog.Logger) http.Handler {
+	if gate == nil {
+		return nil
+	}
+	return admin.New(admin.Options{Gate: gate, MasterKeys: masterKeys, Backends: bal.Snapshot, Logger: log})
 }
 
 // pprofMux serves the runtime's profiles (goroutines, heap, CPU) for
