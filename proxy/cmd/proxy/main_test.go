@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
+	"github.com/dragoman-dev/dragoman/proxy/internal/pgtest"
 	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runProxyEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stderr, os.LookupEnv))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m) // m.Run, then the test Postgres (keys_test.go) stopped
 }
 
 const (
