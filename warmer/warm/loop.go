@@ -19,20 +19,28 @@ const HealthGrace = 5 * time.Second
 // so requests to one model never overlap or pile up. With Served set, a
 // target the proxy is serving, or served within the last Interval, skips
 // the tick too: it is warm, and a warm-up must not push a live session out
-// of its cache. Loop is also the http.Handler of the health endpoint.
+// of its cache. A target on Ollama is warmed sooner when its keep-alive
+// runs out before the next tick: after each warm request the loop reads
+// the model's expires_at from Ollama's GET /api/ps and warms it again with
+// a quarter of the keep-alive left (keepalive.go). Loop is also the
+// http.Handler of the health endpoint.
 type Loop struct {
 	Warmer   *Warmer
 	Targets  []Target
 	Interval time.Duration
 	Now      func() time.Time // nil: time.Now; tests move it to check staleness
-	Served   *Served          // nil: warm every target every tick
-	Report   func(Result)     // nil: none; called with each warm request's result (the metrics)
+	// After is how the loop waits: nil is time.After; a test's fake
+	// clock moves its Now instead.
+	After  func(time.Duration) <-chan time.Time
+	Served *Served      // nil: warm every target every tick
+	Report func(Result) // nil: none; called with each warm request's result (the metrics)
 
 	mu       sync.Mutex
 	running  bool
 	lastTick time.Time
 	ticks    int
 	state    []targetState
+	wake     chan struct{} // a warm request ended: its target's next warm may be sooner
 }
 
 type targetState struct {
@@ -41,6 +49,11 @@ type targetState struct {
 	last    *Result
 	lastOK  time.Time
 	skipped int
+	// next is when the target is warmed next: a tick's Interval later, or
+	// sooner when its server says its keep-alive runs out before.
+	next time.Time
+	// notOllama: GET /api/ps is not Ollama's there; it is not asked again.
+	notOllama bool
 }
 
 func (l *Loop) now() time.Time {
@@ -56,6 +69,7 @@ func (l *Loop) Run(ctx context.Context) {
 	l.mu.Lock()
 	l.state = make([]targetState, len(l.Targets))
 	l.running = true
+	l.wake = make(chan struct{}, 1)
 	l.mu.Unlock()
 
 	var wg sync.WaitGroup
@@ -65,22 +79,60 @@ func (l *Loop) Run(ctx context.Context) {
 		l.running = false
 		l.mu.Unlock()
 	}()
-	ticker := time.NewTicker(l.Interval)
-	defer ticker.Stop()
+	after := l.After
+	if after == nil {
+		after = time.After
+	}
 	l.tick(ctx, &wg)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
-			l.tick(ctx, &wg)
+		case <-after(l.untilNext()):
+		case <-l.wake:
+		}
+		l.tick(ctx, &wg)
+	}
+}
+
+// due says whether a target is due now (tick has something to do).
+func (l *Loop) due() bool {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastTick.IsZero() || !now.Before(l.lastTick.Add(l.Interval)) {
+		return true
+	}
+	for _, st := range l.state {
+		if !st.next.IsZero() && !now.Before(st.next) {
+			return true
 		}
 	}
+	return false
+}
+
+// untilNext is how long until a target is due: at most Interval (the
+// health endpoint wants a tick each interval), never a busy loop.
+func (l *Loop) untilNext() time.Duration {
+	const least = 100 * time.Millisecond
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wait := l.Interval
+	if !l.lastTick.IsZero() {
+		wait = l.lastTick.Add(l.Interval).Sub(now)
+	}
+	for _, st := range l.state {
+		if !st.busy && !st.next.IsZero() {
+			wait = min(wait, st.next.Sub(now))
+		}
+	}
+	return max(wait, least)
 }
 
 func (l *Loop) tick(ctx context.Context, wg *sync.WaitGroup) {
 	var busy map[string]Busy
-	if l.Served != nil {
+	if l.Served != nil && l.due() {
 		var err error
 		if busy, err = l.Served.Backends(ctx); err != nil {
 			l.Warmer.log().Warn("cannot read the proxy's /backends: warming every backend this round", slog.String("error", err.Error()))
@@ -94,10 +146,17 @@ func (l *Loop) tick(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	var skips []skip
 	l.mu.Lock()
-	l.lastTick = now
-	l.ticks++
+	// A round, each Interval, is what the health endpoint counts.
+	if l.lastTick.IsZero() || !now.Before(l.lastTick.Add(l.Interval)) {
+		l.lastTick = now
+		l.ticks++
+	}
 	for i, t := range l.Targets {
 		st := &l.state[i]
+		if !st.next.IsZero() && now.Before(st.next) {
+			continue // warmed early for its keep-alive, or not due yet
+		}
+		st.next = now.Add(l.Interval)
 		if b, ok := busy[t.key()]; ok && (b.InFlight > 0 || now.Sub(b.LastRequest) < l.Interval) {
 			l.Warmer.log().Info("warm skipped: the proxy served this backend within the interval",
 				slog.String("model", t.Model), slog.String("api_base", t.Base()), slog.Int("in_flight", b.InFlight))
@@ -125,13 +184,34 @@ func (l *Loop) warm(ctx context.Context, i int, t Target) {
 		l.Report(res)
 	}
 	l.mu.Lock()
+	askPS := res.OK() && !l.state[i].notOllama
+	l.mu.Unlock()
+	var ka keepAlive
+	if askPS {
+		ka = l.Warmer.keepAlive(ctx, t)
+	}
+	l.mu.Lock()
 	st := &l.state[i]
 	st.busy = false
 	st.last = &res
 	if res.OK() {
 		st.lastOK = res.Start.Add(res.Latency)
 	}
+	if ka.notOllama {
+		st.notOllama = true
+	}
+	if !ka.expires.IsZero() {
+		// Warm again with a quarter of the keep-alive left.
+		now := l.now()
+		if at := now.Add(ka.expires.Sub(now) * 3 / 4); at.Before(st.next) {
+			st.next = at
+		}
+	}
 	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 	if ctx.Err() != nil && !res.OK() {
 		l.Warmer.log().Info("warm request cancelled: stopping", slog.String("model", t.Model), slog.String("api_base", t.Base()))
 		return

@@ -1,7 +1,8 @@
 // Package warm sends the warmer's requests: one Chat Completions request
-// with max_tokens 1 per backend model, its answer read and discarded. It
-// owns the keepalive loop (Loop), the pre-warm that retries until every
-// model answered (Once), and nothing of how targets are configured.
+// with max_tokens 1 per backend model, its answer read and discarded, and
+// on Ollama a read of GET /api/ps for when the model's keep-alive runs
+// out. It owns the keepalive loop (Loop), the pre-warm that retries until
+// every model answered (Once), and nothing of how targets are configured.
 package warm
 
 import (
