@@ -97,7 +97,7 @@ func scanMembers(body []byte, messages bool, want func(name []byte) bool) (objec
 			return err
 		}
 		if want == nil || want(name) {
-			o.list = append(o.list, member{value: v, start: sc.Pos() - len(v), end: sc.Pos(), name: knownName(name), keyStart: keyStart})
+			o.list = append(o.list, member{value: v, start: sc.Pos() - len(v), end: sc.Pos(), name: string(name), keyStart: keyStart})
 		}
 		return nil
 	})
@@ -158,89 +158,4 @@ func withModel(body []byte, top *object, alias string) []byte {
 		ins = ins[:len(ins)-1]
 	}
 	return splice(body, []edit{{top.open + 1, top.open + 1, ins}})
-}
-
-// knownName returns name as a string: the names of the members the
-// scanners read in requests, answers and their usage, and the words a
-// request repeats as values (item, part and tool types, roles: some thirty
-// in a Codex request), without an allocation (a constant of the same
-// text), any other as a copy.
-func knownName(name []byte) string {
-	switch string(name) {
-	case "model":
-		return "model"
-	case "messages":
-		return "messages"
-	case "system":
-		return "system"
-	case "tools":
-		return "tools"
-	case "stream":
-		return "stream"
-	case "max_tokens":
-		return "max_tokens"
-	case "max_completion_tokens":
-		return "max_completion_tokens"
-	case "metadata":
-		return "metadata"
-	case "thinking":
-		return "thinking"
-	case "context_management":
-		return "context_management"
-	case "output_config":
-		return "output_config"
-	case "usage":
-		return "usage"
-	case "type":
-		return "type"
-	case "message":
-		return "message"
-	case "input_tokens":
-		return "input_tokens"
-	case "output_tokens":
-		return "output_tokens"
-	case "cache_read_input_tokens":
-		return "cache_read_input_tokens"
-	case "cache_creation_input_tokens":
-		return "cache_creation_input_tokens"
-	case "function":
-		return "function"
-	case "function_call":
-		return "function_call"
-	case "function_call_output":
-		return "function_call_output"
-	case "custom_tool_call":
-		return "custom_tool_call"
-	case "custom_tool_call_output":
-		return "custom_tool_call_output"
-	case "reasoning":
-		return "reasoning"
-	case "input_text":
-		return "input_text"
-	case "output_text":
-		return "output_text"
-	case "input_image":
-		return "input_image"
-	case "summary_text":
-		return "summary_text"
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	case "developer":
-		return "developer"
-	case "custom":
-		return "custom"
-	case "namespace":
-		return "namespace"
-	case "web_search":
-		return "web_search"
-	case "text":
-		return "text"
-	case "tool_use":
-		return "tool_use"
-	case "tool_result":
-		return "tool_result"
-	}
-	return string(name)
 }

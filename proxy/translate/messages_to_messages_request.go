@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strconv"
@@ -200,51 +199,10 @@ func listed(list, name string) bool {
 }
 
 // billingObject reports whether raw, a JSON object (valid), decoded as a
-// messages.Block is the billing block (isBillingBlock). The block as the
-// client sends it, a "type" and a "text" string and nothing else, is read
-// by the scanner; any other object goes to the decoder (~5 µs a call).
+// messages.Block is the billing block (isBillingBlock).
 func billingObject(raw []byte) bool {
-	if typ, text, ok := plainTextBlock(raw); ok {
-		return string(typ) == `"text"` && rawHasPrefix(text, billingPrefix)
-	}
-	return decodedBillingObject(raw)
-}
-
-// decodedBillingObject is billingObject by the decoder.
-func decodedBillingObject(raw []byte) bool {
 	var blk messages.Block
 	return json.Unmarshal(raw, &blk, decodeOpts, aliasRaw) == nil && isBillingBlock(0, &blk)
-}
-
-// errNotPlain: the object is not one plainTextBlock reads.
-var errNotPlain = errors.New("not a plain text block")
-
-// plainTextBlock reads an object (valid JSON) whose members are "type" and
-// "text", once each, both strings, their names and the type unescaped:
-// their raw values; ok is false for any other object.
-func plainTextBlock(raw []byte) (typ, text []byte, ok bool) {
-	sc := jsonscan.New(raw)
-	err := sc.Members(func(name []byte) error {
-		v, err := sc.Value()
-		if err != nil {
-			return err
-		}
-		var dst *[]byte
-		switch string(name) {
-		case `"type"`:
-			dst = &typ
-		case `"text"`:
-			dst = &text
-		default:
-			return errNotPlain
-		}
-		if *dst != nil || v[0] != '"' {
-			return errNotPlain
-		}
-		*dst = v
-		return nil
-	})
-	return typ, text, err == nil && typ != nil && text != nil && bytes.IndexByte(typ, '\\') < 0
 }
 
 // memberDeletions appends to edits the edits that remove the members of

@@ -152,58 +152,22 @@ func FuzzMessagesToMessages(f *testing.F) {
 	})
 }
 
-// billingSeeds are first system blocks: the client's, and shapes the
-// scanner leaves to the decoder or must judge as it does.
-var billingSeeds = []string{
-	`{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1; cc_entrypoint=sdk-cli;"}`,
-	`{"text":"x-anthropic-billing-header: v","type":"text"}`,
-	`{ "type" : "text" , "text" : "x-anthropic-billing-header:" }`,
-	`{"type":"text","text":"x-anthropic-billing-header\u003a v"}`,
-	`{"type":"t\u0065xt","text":"x-anthropic-billing-header: v"}`,
-	`{"typ\u0065":"text","text":"x-anthropic-billing-header: v"}`,
-	`{"type":"text","text":"x-anthropic-billing-header: v","cache_control":{"type":"ephemeral"}}`,
-	`{"type":"text","text":"x-anthropic-billing-header: v","cache_control":5}`,
-	`{"type":"text","type":"image","text":"x-anthropic-billing-header: v"}`,
-	`{"type":"image","type":"text","text":"x-anthropic-billing-header: v"}`,
-	`{"type":"text","text":"other","text":"x-anthropic-billing-header: v"}`,
-	`{"type":"text","text":"You are a coding agent"}`,
-	`{"type":"text","text":"x-anthropic-billing-heade"}`,
-	`{"type":"Text","text":"x-anthropic-billing-header: v"}`,
-	`{"Type":"text","text":"x-anthropic-billing-header: v"}`,
-	`{"type":"text"}`,
-	`{"text":"x-anthropic-billing-header: v"}`,
-	`{"type":5,"text":"x-anthropic-billing-header: v"}`,
-	`{"type":"text","text":null}`,
-	`{"type":"text","text":["x-anthropic-billing-header: v"]}`,
-	`{"type":null,"text":"x-anthropic-billing-header: v"}`,
-	`{}`,
-}
-
-// billingObject (the scanner's reading of the client's block, the
-// decoder's of any other) judges every block as the decoder does.
-func TestBillingObjectAsTheDecoder(t *testing.T) {
-	for _, raw := range billingSeeds {
-		if got, want := billingObject([]byte(raw)), decodedBillingObject([]byte(raw)); got != want {
-			t.Errorf("%s: %v, the decoder %v", raw, got, want)
+// billingObject judges the client's billing block, in any member order
+// or escaping, as the billing block, and nothing else.
+func TestBillingObject(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1; cc_entrypoint=sdk-cli;"}`: true,
+		`{"text":"x-anthropic-billing-header: v","type":"text"}`:                                      true,
+		`{ "type" : "t\u0065xt" , "text" : "x-anthropic-billing-header\u003a v" }`:                    true,
+		`{"type":"text","text":"You are a coding agent"}`:                                             false,
+		`{"type":"image","text":"x-anthropic-billing-header: v"}`:                                     false,
+		`{"type":"text"}`: false,
+		`{}`:              false,
+	} {
+		if got := billingObject([]byte(raw)); got != want {
+			t.Errorf("%s: %v, want %v", raw, got, want)
 		}
 	}
-	if !billingObject([]byte(billingSeeds[0])) || billingObject([]byte(billingSeeds[11])) {
-		t.Error("the client's billing block or a plain prompt judged wrong")
-	}
-}
-
-func FuzzBillingObject(f *testing.F) {
-	for _, s := range billingSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if len(raw) == 0 || raw[0] != '{' || !jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true)) {
-			return
-		}
-		if got, want := billingObject(raw), decodedBillingObject(raw); got != want {
-			t.Fatalf("%s: %v, the decoder %v", raw, got, want)
-		}
-	})
 }
 
 // listed reads Target.DropParams as strings.Split does.

@@ -112,7 +112,7 @@ func (s *ResponsesStream) Start(dst []byte) []byte {
 	dst = s.head(dst, responses.EventCreated)
 	dst = append(dst, `,"response":`...)
 	at := len(dst)
-	dst = r.AppendJSON(dst)
+	dst = appendJSON(dst, r)
 	snap := len(dst) - at // the same snapshot in both events, written once
 	dst = s.tail(dst)
 	dst = s.head(dst, responses.EventInProgress)
@@ -221,7 +221,7 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventOutputItemAdded)
 		dst = s.appendIndex(dst, k)
 		dst = append(dst, `,"item":`...)
-		dst = item.AppendJSON(dst)
+		dst = appendJSON(dst, item)
 		dst = s.tail(dst)
 	}
 	s.next++
@@ -230,14 +230,12 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventContentPartAdded)
 		dst = s.appendPartRef(dst, i)
 		dst = append(dst, `,"part":`...)
-		dst = ptr(lanePart(l.kind, "")).AppendJSON(dst)
+		dst = appendJSON(dst, lanePart(l.kind, ""))
 		dst = s.tail(dst)
 		s.openRef = append(s.appendPartRef(s.openRef[:0], i), `,"delta":`...)
 	}
 	return s.flush(dst, i)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // flush writes what the open message or reasoning item i (the open lane,
 // whose reference openRef holds) got and has not sent, as one delta. A
@@ -288,7 +286,7 @@ func (s *ResponsesStream) closePart(dst []byte, i int) []byte {
 	dst = s.head(dst, responses.EventContentPartDone)
 	dst = s.appendPartRef(dst, i)
 	dst = append(dst, `,"part":`...)
-	dst = ptr(lanePart(l.kind, text)).AppendJSON(dst)
+	dst = appendJSON(dst, lanePart(l.kind, text))
 	return s.tail(dst)
 }
 
@@ -326,7 +324,7 @@ func (s *ResponsesStream) closeOpen(dst []byte) []byte {
 	dst = s.head(dst, responses.EventOutputItemDone)
 	dst = s.appendIndex(dst, k)
 	dst = append(dst, `,"item":`...)
-	dst = item.AppendJSON(dst)
+	dst = appendJSON(dst, item)
 	return s.tail(dst)
 }
 
@@ -390,7 +388,7 @@ func (s *ResponsesStream) snapshot(status string) responses.Response {
 func (s *ResponsesStream) lifecycle(dst []byte, name string, r *responses.Response) []byte {
 	dst = s.head(dst, name)
 	dst = append(dst, `,"response":`...)
-	dst = r.AppendJSON(dst)
+	dst = appendJSON(dst, r)
 	return s.tail(dst)
 }
 
