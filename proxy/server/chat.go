@@ -28,14 +28,14 @@ func commitStream(w http.ResponseWriter) {
 // folded for backends without a system role), and the answer comes back
 // with the alias as its model.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f format) {
-	x, ok := s.prepareChat(w, r, f)
+	x, ok := s.prepareFor(w, r, f, translate.ChatToChat, translate.ChatToMessagesRequest)
 	if !ok {
 		return
 	}
 	resp, err := s.send(x)
 	route := x.route
 	if err != nil {
-		s.chatFailed(w, r, x, err)
+		s.chatBackendError(w, r, err, route)
 		return
 	}
 	if route.Protocol == config.ProtocolMessages {
@@ -47,7 +47,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		x.finish(err)
 		if err != nil {
 			bufpool.Put(raw)
-			s.chatFailed(w, r, x, err)
+			s.chatBackendError(w, r, err, route)
 			return
 		}
 		noteUsage(w, chat.ParseUsage(raw))

@@ -11,7 +11,6 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
-	"github.com/dragoman-dev/dragoman/proxy/passthrough"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -60,10 +59,7 @@ type exchange struct {
 	session string
 	// body is the client's body, kept until a backend answers: a retry at
 	// a backend with another model or other support translates it again.
-	body []byte
-	// fwd, when set, is the client's body forwarded while it arrives (only
-	// its model changes; chatforward.go), in place of body and req.Body.
-	fwd       *passthrough.Request
+	body      []byte
 	translate translation
 	// native, when set, translates for a backend that speaks the Messages
 	// format (vendora/); header holds the client's headers such a backend
@@ -146,9 +142,6 @@ func (x *exchange) forget() {
 		bufpool.Put(x.body) // translate's output never shares the input's memory
 		x.body = nil
 	}
-	if x.fwd != nil {
-		x.fwd.Release()
-	}
 }
 
 // send sends the request and returns the first backend answer that is not
@@ -169,13 +162,7 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 		}
 		if err == nil {
-			x.answered(resp)
 			return resp, nil
-		}
-		if berr := x.bodyErr(); berr != nil {
-			// The client's body, not the backend, ended the attempt.
-			x.done(balance.Abandoned, nil)
-			return nil, berr
 		}
 		res := balance.Failed
 		var ue *upstream.Error
@@ -233,17 +220,6 @@ func retryReason(ue *upstream.Error) string {
 
 // retranslate translates the client's body for the backend now held.
 func (x *exchange) retranslate() error {
-	if x.fwd != nil {
-		if x.forwardable() {
-			x.req.Target = x.route.target
-			return nil
-		}
-		body, err := x.fwd.Whole()
-		if err != nil {
-			return err
-		}
-		x.fwd, x.body = nil, body
-	}
 	req, err := x.translateBody(x.body)
 	if err != nil {
 		return err
@@ -289,9 +265,6 @@ func (x *exchange) call() upstream.Call {
 		StreamTimeout: r.StreamTimeout,
 		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
-	}
-	if x.fwd != nil {
-		x.forwardCall(&c)
 	}
 	return c
 }

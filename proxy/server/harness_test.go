@@ -51,7 +51,6 @@ type harnessOptions struct {
 	metrics    bool           // export metrics on GET /metrics (h.metrics)
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
-	wholeBody  bool // Options.ForwardChatBody off (the binary's default; on in the harness so its tests reach both paths)
 	gate       *keys.Gate
 }
 
@@ -105,8 +104,6 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ServeMetrics: o.metrics,
 		Tracer:       o.tracer,
 		Gate:         o.gate,
-
-		ForwardChatBody: !o.wholeBody,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

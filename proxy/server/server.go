@@ -48,11 +48,6 @@ type Options struct {
 	// ServeMetrics serves Metrics on GET /metrics, without the client key.
 	ServeMetrics bool
 	Tracer       *tracing.Tracer // nil: no traces
-	// ForwardChatBody forwards a Chat pass-through body over
-	// passthrough.SmallBody while it arrives instead of reading it whole
-	// first (see prepareChat). Off by default: on loopback its streaming
-	// validation costs more than it saves (docs/performance.md).
-	ForwardChatBody bool
 	// Gate knows the per-user keys (package keys): with one, a request
 	// needs the master key or one of them, and each key's limits and
 	// usage apply. nil: the master key(s) of Keys only.
@@ -72,8 +67,6 @@ type Server struct {
 	mux  *http.ServeMux
 	// native: some backend speaks the Messages format (vendora/).
 	native bool
-	// forwardBody: Options.ForwardChatBody.
-	forwardBody bool
 
 	admission sync.RWMutex // orders admissions before Drain's Wait
 	draining  atomic.Bool
@@ -109,8 +102,6 @@ func New(cfg *config.Config, opts Options) *Server {
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,
 		gate:     opts.Gate,
-
-		forwardBody: opts.ForwardChatBody,
 	}
 	s.aliasNames = cfg.Aliases()
 	s.aliases = alias.New(s.aliasNames)

@@ -64,7 +64,6 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
 		metricsOn  = fs.Bool("metrics", true, "export Prometheus metrics on GET /metrics (no client key needed)")
 		metricsAt  = fs.String("metrics-addr", "", "serve /metrics on this address (e.g. :9464) instead of the API port")
-		forward    = fs.Bool("forward-chat-body", false, "forward a Chat pass-through body over 16 KiB while it arrives instead of reading it whole first (costs more CPU than it saves on a fast network: docs/performance.md)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -133,7 +132,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Info("tracing on: OTLP over HTTP to the endpoint of OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")
 	}
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
-		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, ForwardChatBody: *forward, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
+		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
