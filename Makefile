@@ -175,7 +175,7 @@ down: docker-check compose-plugin
 	$(COMPOSE) down --rmi local --volumes --remove-orphans
 
 # race: the tests of the packages whose memory crosses goroutines (pooled
-# buffers, reference-counted bodies, stream relays), under the race
+# buffers, stream relays, the backend transport), under the race
 # detector. tidy-check: every module's go.mod and go.sum as go mod tidy
 # leaves them. .ci/run runs both, with lint, before make test.
 RACE_PACKAGES := ./proxy/server/ ./proxy/upstream/ ./proxy/translate/

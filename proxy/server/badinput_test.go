@@ -10,7 +10,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
-
 )
 
 // badCase is a request the proxy must refuse with a clean 4xx in the

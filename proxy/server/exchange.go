@@ -66,8 +66,8 @@ type exchange struct {
 	// receives (nativeHeaders).
 	native translation
 	header http.Header
-	// req.Body goes with the attempt that sends it (upstream.Call.Recycle
-	// gives it back once sent): a retry translates the body again.
+	// req.Body goes with the attempt that sends it (upstream lets it go
+	// once sent): a retry translates the body again.
 	req   translate.BackendRequest
 	route routeInfo
 	lease *balance.Lease
@@ -154,7 +154,9 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	defer x.forget()
 	retries, waits := x.route.NumRetries, 0
 	for attempt := 0; ; attempt++ {
-		resp, err := s.pool.Do(x.ctx, x.call())
+		c := x.call()
+		x.req.Body = nil
+		resp, err := s.pool.Do(x.ctx, c)
 		if err == nil {
 			if ue := streamStartError(resp); ue != nil {
 				resp.Body.Close()
@@ -194,7 +196,7 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 			waits++
 		}
-		// The last attempt let its body go once it was sent (Call.Recycle).
+		// The last attempt let its body go once it was sent.
 		if terr := x.retranslate(); terr != nil {
 			x.done(balance.Abandoned, nil)
 			return nil, terr
@@ -263,7 +265,6 @@ func (x *exchange) call() upstream.Call {
 		Session:       x.session,
 		Timeout:       r.Timeout,
 		StreamTimeout: r.StreamTimeout,
-		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 		Attempt:       x.s.tracer.Attempts(x.lease.Backend.Name, r.BackendModel, r.apiBase),
 	}
 	return c

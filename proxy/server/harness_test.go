@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -52,6 +53,7 @@ type harnessOptions struct {
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	gate       *keys.Gate
+	tls        bool // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -64,7 +66,12 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		}
 	}
 	h := &harness{t: t, backend: stub.New(o.stub), logs: &logbuf.Buffer{}}
-	backend := httptest.NewServer(h.backend)
+	backend := httptest.NewUnstartedServer(h.backend)
+	if o.tls {
+		backend.StartTLS()
+	} else {
+		backend.Start()
+	}
 	t.Cleanup(backend.Close)
 	h.stubURL = backend.URL
 	base := backend.URL + "/v1"
@@ -88,6 +95,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if pool == nil {
 		pool = upstream.NewPool()
 		pool.SetBackoff(func(int) time.Duration { return 10 * time.Millisecond })
+	}
+	if o.tls {
+		roots := x509.NewCertPool()
+		roots.AddCert(backend.Certificate())
+		pool.SetRootCAs(roots)
 	}
 	var bal *balance.Balancer
 	if o.metrics {

@@ -50,7 +50,6 @@ func (x *exchange) nativeCall(path string) upstream.Call {
 		Stream:        x.req.Stream,
 		Timeout:       r.Timeout,
 		StreamTimeout: r.StreamTimeout,
-		Recycle:       bufpool.Put, // translate builds the body in a pooled buffer
 	}
 }
 

@@ -65,9 +65,10 @@ type Resolver func(alias string) (Target, error)
 
 // BackendRequest is a request ready for the backend: its /chat/completions,
 // or its /messages for MessagesToMessages and ChatToMessagesRequest.
-// Body is a buffer from bufpool (as is ChatResponseModel's answer): the
-// caller gives it back with bufpool.Put once nothing reads it, after it
-// is sent. Nothing translate returns shares memory with its input.
+// Body may come from bufpool (as does ChatResponseModel's answer); a
+// body sent to a backend is not given back (upstream lets it go once
+// sent, and the garbage collector takes it). Nothing translate returns
+// shares memory with its input.
 type BackendRequest struct {
 	Body        []byte
 	Target      Target

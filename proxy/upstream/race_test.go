@@ -1,5 +1,0 @@
-//go:build race
-
-package upstream_test
-
-const raceEnabled = true
