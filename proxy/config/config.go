@@ -119,7 +119,14 @@ type Route struct {
 	// SupportsVision is proxy_params.supports_vision (default true): when
 	// false, images become a short text placeholder.
 	SupportsVision bool
+	// Server is proxy_params.server: which server the backend is (one of
+	// Servers), overriding discovery; "" when not set.
+	Server string
 }
+
+// Servers are the values proxy_params.server takes, as discovery names
+// the servers.
+var Servers = []string{"vLLM", "SGLang", "llama.cpp", "Ollama", "LM Studio"}
 
 // Pool returns the routes of an alias in file order: one for a single
 // backend, several for a pool; none for an unknown alias.
@@ -194,7 +201,7 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings"}
 	entryKeys    = []string{"model_name", "proxy_params"}
-	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params"}
+	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server"}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
 	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks"}
 )
@@ -554,6 +561,13 @@ func (p *parser) optionalParams(params map[string]*yaml.Node, where string, r *R
 		if err := p.decode(v, where+".supports_vision", "true or false", &r.SupportsVision); err != nil {
 			return err
 		}
+	}
+	if v, ok := params["server"]; ok {
+		i := slices.IndexFunc(Servers, func(name string) bool { return strings.EqualFold(name, v.Value) })
+		if v.Kind != yaml.ScalarNode || i < 0 {
+			return p.errorf(v, "%s.server is %q: write one of %s (leave it out to discover it from the backend)", where, v.Value, strings.Join(Servers, ", "))
+		}
+		r.Server = Servers[i]
 	}
 	for _, d := range []struct {
 		key string

@@ -138,6 +138,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero max_output_tokens", entry(good + "      max_output_tokens: 0\n"), []string{"c.yaml:7:", "max_output_tokens is 0"}},
 		{"zero context_window", entry(good + "      context_window: 0\n"), []string{"c.yaml:7:", "context_window is 0", "leave it out to discover it"}},
 		{"bad supports_vision", entry(good + "      supports_vision: maybe\n"), []string{"c.yaml:7:", "supports_vision must be true or false"}},
+		{"unknown server", entry(good + "      server: llamacpp\n"), []string{"c.yaml:7:", `server is "llamacpp"`, "one of vLLM, SGLang, llama.cpp, Ollama, LM Studio"}},
 		{"duplicate key", entry(good + "      api_key: k2\n"), []string{"c.yaml:7:", `"api_key" appears twice`}},
 		{"native prefix only", entry("      model: vendora/\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", "vendora/<backend_model>", "{api_base}/messages"}},
 		{"drop_params on vendorb", entry(good + "      drop_params: [betas]\n"), []string{"c.yaml:7:", "drop_params applies to vendora/ backends only"}},

@@ -35,7 +35,9 @@ func (s *Server) withDiscovered(r routeInfo) routeInfo {
 	if info.Vision == discover.No {
 		r.target.NoVision = true
 	}
-	r.server = info.Server
+	if r.server == "" {
+		r.server = info.Server
+	}
 	return r
 }
 

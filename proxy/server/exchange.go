@@ -30,13 +30,14 @@ type routeInfo struct {
 	// window is the context window the request is translated for:
 	// configured, else discovered; 0 when unknown.
 	window int
-	// server is the backend's server as discovery found it (discover's
-	// names), "" when not known yet: what dialect rewrites for.
+	// server is the backend's server: proxy_params.server, else what
+	// discovery found (discover's names); "" when not known yet. It is
+	// what dialect rewrites for.
 	server string
 }
 
 func newRouteInfo(alias string, r config.Route) routeInfo {
-	return routeInfo{Route: r, alias: alias, apiBase: r.APIBase, apiKey: r.APIKey, window: r.ContextWindow, target: translate.Target{
+	return routeInfo{Route: r, alias: alias, apiBase: r.APIBase, apiKey: r.APIKey, window: r.ContextWindow, server: r.Server, target: translate.Target{
 		Alias:                   alias,
 		BackendModel:            r.BackendModel,
 		SupportsSystemMessage:   r.SupportsSystemMessage,

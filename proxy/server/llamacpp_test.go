@@ -558,3 +558,15 @@ func TestChatIDsFromLlamaCppNative(t *testing.T) {
 		t.Errorf("the backend got %v, want two native requests", paths)
 	}
 }
+
+// TestConfiguredLlamaCpp: proxy_params.server: llama.cpp rewrites for it
+// before (or without) discovery.
+func TestConfiguredLlamaCpp(t *testing.T) {
+	ls := newLlamaServer(t)
+	routes := strings.ReplaceAll(llamaRoutes(ls.url), "      api_key: none\n", "      api_key: none\n      server: LLAMA.CPP\n")
+	h := newHarness(t, harnessOptions{routesYAML: routes})
+	body := `{"model":"llama-b","max_tokens":8,"tools":[{"type":"function","function":{"name":"Workflow","parameters":{"type":"object","properties":{"script":{"type":"string","maxLength":524288}}}}}],"messages":[{"role":"user","content":"hi"}]}`
+	if resp, b := h.do(http.MethodPost, "/v1/chat/completions", body, nil, false); resp.StatusCode != 200 {
+		t.Fatalf("configured llama.cpp, not discovered: %d %s", resp.StatusCode, b)
+	}
+}
