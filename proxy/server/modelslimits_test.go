@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/stub"
@@ -72,4 +74,55 @@ func deref(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// TestClaudeCodeGatewayDiscoverySeesAliases does what Claude Code
+// 2.1.330's gateway model discovery (CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1)
+// does, as read in its shipped code: GET {ANTHROPIC_BASE_URL}/v1/models?limit=1000
+// with x-api-key and anthropic-version 2023-06-01, a body that must parse
+// as {data: [{id, display_name?, description?}]}, then only the ids that
+// match /(claude|anthropic)/i. Its model picker lists what is left: the
+// proxy's claude-* aliases.
+func TestClaudeCodeGatewayDiscoverySeesAliases(t *testing.T) {
+	routes := "model_list:\n"
+	for _, alias := range []string{"claude-local-coder", "claude-local-small", "qwen-direct"} {
+		routes += "  - model_name: " + alias + "\n    proxy_params:\n      model: vendorb/qwen3-coder\n      api_base: http://127.0.0.1:1/v1\n      api_key: none\n"
+	}
+	h := newHarness(t, harnessOptions{routesYAML: routes})
+	req, _ := http.NewRequest(http.MethodGet, h.proxy.URL+"/v1/models?limit=1000", nil)
+	req.Header.Set("x-api-key", clientKey)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("User-Agent", "claude-cli/2.1.330 (external, cli)")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: the client logs \"[gatewayDiscovery] non-OK status\" and lists nothing", resp.StatusCode)
+	}
+	var list struct {
+		Data []struct {
+			ID          string  `json:"id"`
+			DisplayName *string `json:"display_name"`
+			Description *string `json:"description"`
+		} `json:"data"`
+	}
+	dec := json.NewDecoder(resp.Body)
+	if err := dec.Decode(&list); err != nil || list.Data == nil {
+		t.Fatalf("\"[gatewayDiscovery] response body failed validation\": %v", err)
+	}
+	var shown []string
+	usable := regexp.MustCompile(`(?i)(claude|anthropic)`)
+	for _, m := range list.Data {
+		if m.ID == "" || (m.DisplayName != nil && *m.DisplayName == "") {
+			t.Errorf("model %+v: id and display_name must be strings", m)
+		}
+		if usable.MatchString(m.ID) {
+			shown = append(shown, m.ID)
+		}
+	}
+	if strings.Join(shown, ",") != "claude-local-coder,claude-local-small" {
+		t.Errorf("the picker would show %v", shown)
+	}
 }
