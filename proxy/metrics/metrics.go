@@ -48,9 +48,10 @@ const StatusClientClosed = 499
 // Token kinds (the kind label of dragoman_tokens_total).
 var TokenKinds = []string{"input", "output", "cache_read", "reasoning"}
 
-// Reasons for a retry on another backend and for a session's move.
+// Reasons for a retry (on another backend, or with a max_tokens that fits:
+// "max_tokens") and for a session's move.
 var (
-	RetryReasons = []string{"unreachable", "timeout", "status_502", "status_503"}
+	RetryReasons = []string{"unreachable", "timeout", "status_502", "status_503", "max_tokens"}
 	MoveReasons  = []string{"down", "overloaded", "rebalanced"}
 )
 

@@ -82,3 +82,23 @@ func TestMeaningNeedsBothHalves(t *testing.T) {
 		}
 	}
 }
+
+func TestPromptFits(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		prompt int
+		fits   bool
+	}{
+		{"vllm-2026.txt", 16296, true},
+		{"vllm-max-tokens.txt", 2778, true},
+		{"sglang-total.txt", 32000, true},
+		{"vllm-input.txt", 0, false},
+		{"llamacpp-b10061.txt", 0, false},
+	} {
+		f := readFixture(t, c.file)
+		o, _ := Detect(f.Status, f.Body)
+		if prompt, fits := o.PromptFits(); prompt != c.prompt || fits != c.fits {
+			t.Errorf("%s: %d %v, want %d %v (%+v)", c.file, prompt, fits, c.prompt, c.fits, o)
+		}
+	}
+}

@@ -237,6 +237,18 @@ func codeSaysOverflow(body []byte) bool {
 	return json.Unmarshal(f.Code, &code) == nil && code == ChatCode
 }
 
+// PromptFits reports whether the backend's numbers say that the prompt
+// fits its window and only the output asked for beside it does not (vLLM's
+// and SGLang's max_tokens checks); prompt is the prompt as the backend
+// counted it. A smaller max_tokens would then be accepted.
+func (o Overflow) PromptFits() (prompt int, ok bool) {
+	if o.Output <= 0 || o.Maximum <= 0 || o.Tokens <= o.Output {
+		return 0, false
+	}
+	prompt = o.Tokens - o.Output
+	return prompt, prompt < o.Maximum
+}
+
 // WithWindow completes the numbers with a known context window (from
 // discovery or configuration; 0 when unknown): the window is the maximum
 // when the backend did not name one, and an excess becomes a count.

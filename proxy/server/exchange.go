@@ -73,8 +73,11 @@ type exchange struct {
 	route routeInfo
 	lease *balance.Lease
 	tried []*balance.Backend
-	obs   *observation // nil when the request is not observed
-	key   *keys.Key    // the request's per-user key; nil: the master key
+	// refitted: the request was sent again with a max_tokens that fits
+	// (refit), which is done once.
+	refitted bool
+	obs      *observation // nil when the request is not observed
+	key      *keys.Key    // the request's per-user key; nil: the master key
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -166,6 +169,11 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 		}
 		if err == nil {
 			return resp, nil
+		}
+		if x.refit(err) {
+			s.metrics.Retried(x.lease.Backend.Name, RetryMaxTokens)
+			attempt-- // not one of num_retries
+			continue
 		}
 		res := balance.Failed
 		var ue *upstream.Error

@@ -144,7 +144,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 		"alias=coder,reason=down": 1, "alias=coder,reason=overloaded": 1, "alias=coder,reason=rebalanced": 1})
 	retries := map[string]float64{}
 	for _, b := range []string{"b0", "b1"} {
-		for _, reason := range []string{"unreachable", "timeout", "status_502", "status_503"} {
+		for _, reason := range []string{"unreachable", "timeout", "status_502", "status_503", "max_tokens"} {
 			retries["backend="+b+",reason="+reason] = 0
 		}
 	}
@@ -190,8 +190,8 @@ func TestMetricsRetryOn503(t *testing.T) {
 	}
 	mfs := scrape(t, h.proxy.URL)
 	checkSeries(t, mfs, "dragoman_backend_retries_total", map[string]float64{
-		"backend=loading,reason=unreachable": 0, "backend=loading,reason=timeout": 0, "backend=loading,reason=status_502": 0, "backend=loading,reason=status_503": float64(n),
-		"backend=good,reason=unreachable": 0, "backend=good,reason=timeout": 0, "backend=good,reason=status_502": 0, "backend=good,reason=status_503": 0,
+		"backend=loading,reason=unreachable": 0, "backend=loading,reason=timeout": 0, "backend=loading,reason=status_502": 0, "backend=loading,reason=status_503": float64(n), "backend=loading,reason=max_tokens": 0,
+		"backend=good,reason=unreachable": 0, "backend=good,reason=timeout": 0, "backend=good,reason=status_502": 0, "backend=good,reason=status_503": 0, "backend=good,reason=max_tokens": 0,
 	})
 	if got := series(mfs, "dragoman_requests_total")["endpoint=chat_completions,alias=coder,backend=good,status=200,error_type=none"]; got != float64(sent) {
 		t.Errorf("requests served by good: %v, want all %d", got, sent)

@@ -84,3 +84,37 @@ func estimateChat(msgs []chatMessage, tools []byte) int {
 	}
 	return estimateFromSizes(s)
 }
+
+// countedMargin is what RoomFor leaves free beside a prompt the backend
+// counted itself: its count is the prompt's ("at least", vLLM says), so a
+// few tokens suffice.
+const countedMargin = 32
+
+// RoomFor is the max_tokens that fits in a window of window tokens beside
+// a prompt of prompt tokens as the backend counted it; 0 when none does.
+func RoomFor(window, prompt int) int {
+	return max(window-prompt-countedMargin, 0)
+}
+
+// WithMaxTokens returns a copy of body, a request as the proxy sends it
+// (Chat or Messages), in a buffer from bufpool, with the output limit it
+// names (max_tokens, max_completion_tokens) set to n; ok is false, and
+// body is not copied, when it names none or is not a JSON object.
+func WithMaxTokens(body []byte, n int) ([]byte, bool) {
+	top, err := scanObject(body, false, func(name []byte) bool {
+		return string(name) == "max_tokens" || string(name) == "max_completion_tokens"
+	})
+	if err != nil {
+		return nil, false
+	}
+	var edits []edit
+	for _, m := range top.list {
+		if m.value.Kind() == '0' {
+			edits = append(edits, edit{m.start, m.end, strconv.AppendInt(nil, int64(n), 10)})
+		}
+	}
+	if len(edits) == 0 {
+		return nil, false
+	}
+	return splice(body, edits), true
+}

@@ -168,3 +168,23 @@ func TestNoVisionImagesBecomePlaceholders(t *testing.T) {
 		t.Error("an image without a source passed")
 	}
 }
+
+func TestWithMaxTokens(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"model":"m","max_tokens":32000,"messages":[]}`, `{"model":"m","max_tokens":3168,"messages":[]}`},
+		{`{"max_completion_tokens":9000,"messages":[{"max_tokens":1}],"max_tokens":9000}`, `{"max_completion_tokens":3168,"messages":[{"max_tokens":1}],"max_tokens":3168}`},
+	} {
+		got, ok := WithMaxTokens([]byte(c.in), 3168)
+		if !ok || string(got) != c.want {
+			t.Errorf("%s: %s %v, want %s", c.in, got, ok, c.want)
+		}
+	}
+	for _, in := range []string{`{"model":"m","messages":[]}`, `{"max_tokens":null}`, `not json`} {
+		if got, ok := WithMaxTokens([]byte(in), 10); ok {
+			t.Errorf("%s: %s, want no change", in, got)
+		}
+	}
+	if RoomFor(19500, 16296) != 19500-16296-countedMargin || RoomFor(4096, 4090) != 0 {
+		t.Errorf("RoomFor: %d %d", RoomFor(19500, 16296), RoomFor(4096, 4090))
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/overflow"
+	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/upstream"
+)
+
+// RetryMaxTokens is the reason a request is sent again with a smaller
+// max_tokens (dragoman_backend_retries_total{reason="max_tokens"}).
+const RetryMaxTokens = "max_tokens"
+
+// refit answers a backend's refusal of a request whose prompt fits its
+// window when the output asked for beside it does not, by the backend's
+// own numbers (vLLM's "you requested N output tokens and your prompt
+// contains at least P input tokens", SGLang's total): the proxy's
+// estimate of the prompt put max_tokens too high. It makes the request
+// again for the backend held, once, with max_tokens = window - prompt -
+// a margin (translate.RoomFor); the client has seen no byte of the
+// first answer (a status, or an overflow at the start of a stream:
+// streamStartError). It reports whether there is a request to send.
+func (x *exchange) refit(err error) bool {
+	if x.refitted || x.lease == nil {
+		return false
+	}
+	var ue *upstream.Error
+	if !errors.As(err, &ue) || ue.Kind != upstream.Status {
+		return false
+	}
+	o, ok := overflow.Detect(ue.Status, ue.Body)
+	if !ok {
+		return false
+	}
+	prompt, fits := o.PromptFits()
+	if !fits {
+		return false
+	}
+	n := translate.RoomFor(o.Maximum, prompt)
+	if n < 1 || (x.req.MaxTokens > 0 && n >= x.req.MaxTokens) {
+		return false
+	}
+	x.refitted = true
+	if x.retranslate() != nil {
+		return false
+	}
+	body, ok := translate.WithMaxTokens(x.req.Body, n)
+	bufpool.Put(x.req.Body)
+	x.req.Body, x.req.MaxTokens = body, n
+	if !ok {
+		return false
+	}
+	if x.obs != nil {
+		x.obs.maxTokens = n
+	}
+	x.s.log.Info("backend refused the output asked for beside the prompt; sent again with what fits",
+		"model", x.alias, "backend", x.lease.Backend.Name, "prompt_tokens", prompt, "context_window", o.Maximum, "max_tokens", n)
+	return true
+}

@@ -1,0 +1,224 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// vllm2026 is a stand-in for a vLLM of 2026 serving one model with a
+// window of window tokens: GET /v1/models says max_model_len, and a
+// completion request is counted with its own tokenizer (a token per three
+// bytes of message text: not the proxy's estimate, about one per four)
+// and refused in vLLM's 2026 wording when the prompt and max_tokens do
+// not fit together, or in its input wording when the prompt alone does
+// not. With streamErrors, a stream's refusal comes as a 200 whose first
+// chunk is the error (as LM Studio sends its overflow).
+type vllm2026 struct {
+	window       int
+	streamErrors bool
+
+	mu       sync.Mutex
+	asked    []int // max_tokens of each completion request
+	refused  int
+	answered int
+}
+
+func newVLLM2026(t *testing.T, window int) (*vllm2026, string) {
+	v := &vllm2026{window: window}
+	srv := httptest.NewServer(v)
+	t.Cleanup(srv.Close)
+	return v, srv.URL + "/v1"
+}
+
+func (v *vllm2026) count(body map[string]any) int {
+	n := 0
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		b, _ := json.Marshal(m.(map[string]any)["content"])
+		n += len(b)/3 + 6
+	}
+	if tools, ok := body["tools"]; ok {
+		b, _ := json.Marshal(tools)
+		n += len(b) / 3
+	}
+	return n
+}
+
+func (v *vllm2026) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v1/models" {
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":"qwen3-coder","object":"model","owned_by":"vllm","max_model_len":%d}]}`, v.window)
+		return
+	}
+	var body map[string]any
+	raw, _ := io.ReadAll(r.Body)
+	json.Unmarshal(raw, &body)
+	prompt := v.count(body)
+	maxTokens := 0
+	if n, ok := body["max_tokens"].(float64); ok {
+		maxTokens = int(n)
+	}
+	stream, _ := body["stream"].(bool)
+	v.mu.Lock()
+	v.asked = append(v.asked, maxTokens)
+	var refusal string
+	switch {
+	case prompt >= v.window:
+		refusal = fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages. None", v.window, prompt)
+	case prompt+maxTokens > v.window:
+		refusal = fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens.", v.window, maxTokens, prompt, prompt+maxTokens)
+	}
+	if refusal != "" {
+		v.refused++
+	} else {
+		v.answered++
+	}
+	v.mu.Unlock()
+	errBody, _ := json.Marshal(map[string]any{"error": map[string]any{"message": refusal, "type": "BadRequestError", "param": nil, "code": 400}})
+	switch {
+	case refusal != "" && stream && v.streamErrors:
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", errBody)
+	case refusal != "":
+		w.WriteHeader(400)
+		w.Write(errBody)
+	case stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"the summary\"}}]}\n\n")
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":3,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, prompt+3)
+	default:
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"the summary"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":3,"total_tokens":%d}}`, prompt, prompt+3)
+	}
+}
+
+func (v *vllm2026) stats() ([]int, int, int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]int(nil), v.asked...), v.refused, v.answered
+}
+
+func vllmRoutes(base string) string {
+	return "model_list:\n  - model_name: local-model\n    proxy_params:\n      model: vendorb/qwen3-coder\n      api_base: " + base + "\n      api_key: none\n      name: vllm\n"
+}
+
+// TestRetryWithAMaxTokensThatFits: the proxy's estimate of the prompt is
+// lower than the backend's count, so the max_tokens it clamps to does not
+// fit beside the prompt; the backend says so in vLLM's 2026 wording with
+// its numbers, and the proxy sends the request once more at once, before
+// the client saw a byte, with max_tokens = window - prompt - margin, on
+// every endpoint, streamed or not, the refusal as a status or as the
+// first chunk of a stream. Each retry is counted in
+// dragoman_backend_retries_total{reason="max_tokens"}.
+func TestRetryWithAMaxTokensThatFits(t *testing.T) {
+	const window = 8192
+	for _, streamErrors := range []bool{false, true} {
+		v, base := newVLLM2026(t, window)
+		v.streamErrors = streamErrors
+		h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base), metrics: true})
+		h.server.Discover(t.Context())
+		prompt := proseOf(4000)
+		sent := 0
+		for _, c := range []struct{ path, body string }{
+			{"/v1/messages", windowMessages(prompt, "32000", false)},
+			{"/v1/messages", windowMessages(prompt, "32000", true)},
+			{"/v1/chat/completions", windowChat(prompt, "32000", false)},
+			{"/v1/chat/completions", windowChat(prompt, "32000", true)},
+			{"/v1/responses", `{"model":"local-model","max_output_tokens":32000,"input":"` + prompt + `"}`},
+			{"/v1/responses", `{"model":"local-model","max_output_tokens":32000,"stream":true,"input":"` + prompt + `"}`},
+		} {
+			resp, b := h.do(http.MethodPost, c.path, c.body, nil, false)
+			sent++
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "the summary") || strings.Contains(string(b), "event: error") || strings.Contains(string(b), "response.failed") {
+				t.Errorf("stream errors %v, %s %.60s: %d %s", streamErrors, c.path, c.body[len(c.body)-40:], resp.StatusCode, b)
+			}
+		}
+		asked, refused, answered := v.stats()
+		if refused != sent || answered != sent || len(asked) != 2*sent {
+			t.Fatalf("stream errors %v: backend refused %d and answered %d of %d requests (max_tokens asked: %v), want one refusal and one answer each", streamErrors, refused, answered, sent, asked)
+		}
+		for i := 0; i < len(asked); i += 2 {
+			if asked[i+1] >= asked[i] || asked[i+1] < 1500 {
+				t.Errorf("request %d: max_tokens %d, then %d: want the second what the window leaves beside the backend's count", i/2, asked[i], asked[i+1])
+			}
+		}
+		mfs := scrape(t, h.proxy.URL)
+		if got := series(mfs, "dragoman_backend_retries_total")["backend=vllm,reason=max_tokens"]; got != float64(sent) {
+			t.Errorf("dragoman_backend_retries_total{backend=vllm,reason=max_tokens} = %v, want %d", got, sent)
+		}
+		if !strings.Contains(h.logs.String(), "sent again with what fits") {
+			t.Errorf("the retry is not logged:\n%s", h.logs.String())
+		}
+	}
+}
+
+// TestCompactionAgainstAStrictBackend is the coding client's compaction
+// against vLLM (2026) with a 19,500-token window that counts the prompt
+// higher than the proxy's estimate: its turns grow until the client
+// compacts, sending its summary request (the shape of Claude Code's: the
+// conversation so far, then the instruction to summarize it, max_tokens
+// 20000); the backend refuses the first max_tokens the proxy clamps to,
+// in its 2026 wording, and the proxy's retry is answered. No request is
+// refused for overflow, and the session goes on after the summary.
+func TestCompactionAgainstAStrictBackend(t *testing.T) {
+	const window = 19500
+	v, base := newVLLM2026(t, window)
+	h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base)})
+	h.server.Discover(t.Context())
+	compact, err := os.ReadFile("testdata/compaction-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal(compact, &summary); err != nil {
+		t.Fatal(err)
+	}
+	// The conversation: each turn a user message with a long tool result
+	// and the assistant's answer, until the backend counts it at ~16,300
+	// tokens (the proxy estimates ~13,500).
+	var history []any
+	turn := func(i int) []any {
+		return []any{
+			map[string]any{"role": "user", "content": fmt.Sprintf("step %d: read the next file. ", i) + proseOf(900)},
+			map[string]any{"role": "assistant", "content": fmt.Sprintf("Read it; step %d done. ", i) + proseOf(300)},
+		}
+	}
+	post := func(msgs []any, maxTokens int) (int, string) {
+		body := map[string]any{"model": "local-model", "max_tokens": maxTokens, "stream": true, "system": summary["system"], "messages": msgs}
+		b, _ := json.Marshal(body)
+		resp, out := h.do(http.MethodPost, "/v1/messages", string(b), []string{"anthropic-version", "2023-06-01"}, false)
+		return resp.StatusCode, string(out)
+	}
+	for i := 0; i < 9; i++ {
+		history = append(history, turn(i)...)
+		status, out := post(append(append([]any(nil), history...), map[string]any{"role": "user", "content": "go on"}), 32000)
+		if status != 200 || strings.Contains(out, "prompt is too long") {
+			t.Fatalf("turn %d: %d %s", i, status, out)
+		}
+	}
+	// The summary request: the conversation, then the instruction.
+	msgs, _ := summary["messages"].([]any)
+	instruction := msgs[len(msgs)-1]
+	status, out := post(append(append([]any(nil), history...), instruction), int(summary["max_tokens"].(float64)))
+	if status != 200 || !strings.Contains(out, "the summary") || strings.Contains(out, "event: error") {
+		t.Fatalf("summary request: %d %s", status, out)
+	}
+	asked, refused, answered := v.stats()
+	last := asked[len(asked)-1]
+	if refused == 0 || last < 2000 {
+		t.Errorf("the summary went with max_tokens %d (the backend refused %d requests): want it refused once at the proxy's estimate and answered with what fits", last, refused)
+	}
+	// The session goes on after the summary.
+	status, out = post([]any{map[string]any{"role": "user", "content": "This session is being continued from a previous conversation. Summary: the summary"}, map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "go on"}}, 32000)
+	if status != 200 || !strings.Contains(out, "the summary") {
+		t.Errorf("after the summary: %d %s", status, out)
+	}
+	t.Logf("%d answered, %d refused and sent again; max_tokens asked: %v", answered, refused, asked)
+}
