@@ -75,6 +75,7 @@ type Config struct {
 	UsageRetentionDays int
 	MaxRequestBytes    int64
 	Router             RouterSettings
+	Search             *SearchSettings // search_settings; nil: web search off
 }
 
 // RouterSettings is the top-level router_settings: how a request picks a
@@ -199,7 +200,7 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 }
 
 var (
-	fileKeys     = []string{"model_list", "general_settings", "router_settings"}
+	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
 	entryKeys    = []string{"model_name", "proxy_params"}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server"}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
@@ -254,6 +255,11 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 	}
 	if rs, ok := fields["router_settings"]; ok && !isNull(rs) {
 		if err := p.router(rs, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if ss, ok := fields["search_settings"]; ok && !isNull(ss) {
+		if err := p.search(ss, cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -25,6 +25,13 @@ type chatMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []chatToolCall  `json:"tool_calls"`
+}
+
+type chatToolCall struct {
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
 }
 
 type chatTool struct {
@@ -141,6 +148,13 @@ func decide(req *chatRequest) answer {
 		if len(name) > 0 {
 			a.fixture = name[0]
 		}
+	case offers(req, "web_search") && !noTools(req.ToolChoice) && searchAgain(req, last):
+		a.calls = []toolCall{searchCall(req, last)}
+	case strings.Contains(last, "stub:websearch") && offers(req, "WebSearch") && !called(req, "WebSearch"):
+		q, _ := json.Marshal(map[string]string{"query": markerArg(last, "stub:websearch")})
+		a.calls = []toolCall{{ID: "call_stub_websearch", Name: "WebSearch", Arguments: string(q)}}
+	case strings.Contains(last, "stub:websearch") && offers(req, "ToolSearch") && !called(req, "ToolSearch") && !called(req, "WebSearch"):
+		a.calls = []toolCall{{ID: "call_stub_toolsearch", Name: "ToolSearch", Arguments: `{"query":"select:WebSearch","max_results":1}`}}
 	case strings.Contains(last, "stub:parallel") && len(req.Tools) > 0:
 		a.calls = []toolCall{makeCall(req.Tools[0], "call_stub_1"), makeCall(req.Tools[0], "call_stub_2")}
 		a.calls[1].Arguments = strings.Replace(a.calls[1].Arguments, "stub-", "stub2-", -1)
@@ -202,6 +216,74 @@ func shellCall(req *chatRequest, rest string) toolCall {
 		return toolCall{ID: "call_stub_shell", Name: t.Function.Name, Arguments: string(b)}
 	}
 	return makeCall(req.Tools[0], "call_stub_1")
+}
+
+// offers reports whether the request offers a tool of that name.
+func offers(req *chatRequest, name string) bool {
+	for _, t := range req.Tools {
+		if t.Function.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// called reports whether an assistant turn of the history called name.
+func called(req *chatRequest, name string) bool {
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Function.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func noTools(choice json.RawMessage) bool { return string(choice) == `"none"` }
+
+// searchAgain says whether a model offered web_search calls it now: once,
+// before any result; every turn for stub:search-repeat (the same query)
+// and stub:search-many (a new query each time).
+func searchAgain(req *chatRequest, last string) bool {
+	if strings.Contains(last, "stub:search-repeat") || strings.Contains(last, "stub:search-many") {
+		return true
+	}
+	return !called(req, "web_search")
+}
+
+// searchCall calls web_search with the query after "stub:search" (or
+// Claude Code's "Perform a web search for the query: …"), or the whole
+// text; stub:search-many numbers its queries.
+func searchCall(req *chatRequest, last string) toolCall {
+	var q string
+	switch {
+	case strings.Contains(last, "stub:search-many"):
+		n := 1
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				n++
+			}
+		}
+		q = fmt.Sprintf("%s %d", markerArg(last, "stub:search-many"), n)
+	case strings.Contains(last, "stub:search-repeat"):
+		q = markerArg(last, "stub:search-repeat")
+	case strings.Contains(last, "stub:search"):
+		q = markerArg(last, "stub:search")
+	case strings.Contains(last, "the query:"):
+		q = markerArg(last, "the query:")
+	default:
+		q = strings.TrimSpace(last)
+	}
+	b, _ := json.Marshal(map[string]string{"query": q})
+	return toolCall{ID: "call_stub_search", Name: "web_search", Arguments: string(b)}
+}
+
+// markerArg is the rest of the line after marker, trimmed.
+func markerArg(text, marker string) string {
+	rest := text[strings.Index(text, marker)+len(marker):]
+	line, _, _ := strings.Cut(strings.TrimSpace(rest), "\n")
+	return strings.TrimSpace(line)
 }
 
 func wantsTool(choice json.RawMessage) bool {

@@ -47,6 +47,7 @@ type messagesTool struct {
 
 type messagesBlock struct {
 	Type      string          `json:"type"`
+	Name      string          `json:"name"`
 	Text      string          `json:"text"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
@@ -68,8 +69,13 @@ func (m *messagesRequest) asChat() chatRequest {
 		}
 		text := []map[string]string{}
 		results := false
+		var calls chatMessage
 		for _, b := range blocks {
 			switch b.Type {
+			case "tool_use":
+				var c chatToolCall
+				c.Function.Name = b.Name
+				calls.ToolCalls = append(calls.ToolCalls, c)
 			case "text":
 				text = append(text, map[string]string{"type": "text", "text": b.Text})
 			case "tool_result":
@@ -79,9 +85,9 @@ func (m *messagesRequest) asChat() chatRequest {
 		}
 		// A turn of tool results alone still ends with a user turn, so the
 		// user text of an earlier turn does not choose the answer.
-		if len(text) > 0 || results {
+		if len(text) > 0 || results || len(calls.ToolCalls) > 0 {
 			raw, _ := json.Marshal(text)
-			req.Messages = append(req.Messages, chatMessage{Role: msg.Role, Content: raw})
+			req.Messages = append(req.Messages, chatMessage{Role: msg.Role, Content: raw, ToolCalls: calls.ToolCalls})
 		}
 	}
 	for _, t := range m.Tools {
@@ -93,6 +99,8 @@ func (m *messagesRequest) asChat() chatRequest {
 		switch c.Type {
 		case "any":
 			req.ToolChoice = json.RawMessage(`"required"`)
+		case "none":
+			req.ToolChoice = json.RawMessage(`"none"`)
 		case "tool":
 			req.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
 		}

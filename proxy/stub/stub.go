@@ -17,6 +17,9 @@
 //	stub:die             text, then the connection is cut
 //	anything else        a short text answer that echoes the user
 //
+// It also answers as the web search providers do (search.go), so that one
+// stub serves a proxy's search_settings too.
+//
 // Options make it a stricter server: a context window (vLLM's max_model_len
 // and its 400 over it), a key, one model only, a model that never calls
 // tools.
@@ -49,6 +52,9 @@ type Options struct {
 	StrictModel   bool   // answer 404, as vLLM does, to a model other than Model
 	NoTools       bool   // a model that never calls tools: text even when a call is demanded
 	Protocol      string // ProtocolMessages: also serve the Messages format (see messages.go)
+	// SearchDelay is how long a search for "stub-slow" waits (search.go);
+	// 0: a minute.
+	SearchDelay time.Duration
 }
 
 // Request is one request the backend received.
@@ -91,6 +97,7 @@ func New(opts Options) *Server {
 	if opts.Tokenize {
 		s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	}
+	s.searchRoutes()
 	if opts.Protocol == ProtocolMessages {
 		s.mux.HandleFunc("POST /v1/messages", s.messages)
 		s.mux.HandleFunc("POST /v1/messages/count_tokens", s.countMessageTokens)
