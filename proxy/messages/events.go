@@ -31,6 +31,11 @@ const (
 	BlockText     = "text"
 	BlockThinking = "thinking"
 	BlockToolUse  = "tool_use"
+	// A server tool's call and its result (web search): the call opens
+	// with input {} and gets input_json_delta; the result opens whole and
+	// gets no delta.
+	BlockServerToolUse       = "server_tool_use"
+	BlockWebSearchToolResult = "web_search_tool_result"
 )
 
 // Delta types of content_block_delta, each allowed in one block type:
@@ -41,6 +46,8 @@ const (
 	DeltaThinking  = "thinking_delta"
 	DeltaSignature = "signature_delta"
 	DeltaInputJSON = "input_json_delta"
+	// DeltaCitations adds one citation to a text block.
+	DeltaCitations = "citations_delta"
 )
 
 // Stop reasons of a message.
@@ -86,9 +93,11 @@ type StreamBlock struct {
 	Text      *string        `json:"text,omitzero"`      // text: ""
 	Thinking  *string        `json:"thinking,omitzero"`  // thinking: ""
 	Signature *string        `json:"signature,omitzero"` // thinking: ""
-	ID        string         `json:"id,omitempty"`       // tool_use
-	Name      string         `json:"name,omitempty"`     // tool_use
-	Input     jsontext.Value `json:"input,omitzero"`     // tool_use: {}
+	ID        string         `json:"id,omitempty"`          // tool_use, server_tool_use
+	Name      string         `json:"name,omitempty"`        // tool_use, server_tool_use
+	Input     jsontext.Value `json:"input,omitzero"`        // tool_use, server_tool_use: {}
+	ToolUseID string         `json:"tool_use_id,omitempty"` // web_search_tool_result
+	Content   jsontext.Value `json:"content,omitzero"`      // web_search_tool_result: the results, or the error object
 }
 
 // ContentBlockDeltaEvent adds to content block Index.
@@ -108,6 +117,8 @@ type BlockDelta struct {
 	Thinking    *string `json:"thinking,omitzero"`
 	Signature   *string `json:"signature,omitzero"`
 	PartialJSON *string `json:"partial_json,omitzero"`
+	// Citation is the citation a citations_delta adds to a text block.
+	Citation jsontext.Value `json:"citation,omitzero"`
 }
 
 // ContentBlockStopEvent closes content block Index.
@@ -134,9 +145,10 @@ type MessageDelta struct {
 // DeltaUsage is the final usage of message_delta. Each count is a whole-
 // message total that replaces the one of message_start.
 type DeltaUsage struct {
-	InputTokens          int `json:"input_tokens"`
-	OutputTokens         int `json:"output_tokens"`
-	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	InputTokens          int            `json:"input_tokens"`
+	OutputTokens         int            `json:"output_tokens"`
+	CacheReadInputTokens int            `json:"cache_read_input_tokens"`
+	ServerToolUse        *ServerToolUse `json:"server_tool_use,omitzero"`
 }
 
 // MessageStopEvent is the last event of a stream that ended well.

@@ -94,8 +94,11 @@ func (c Content) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 // Block is a content block of a request. Which members are set depends on
-// Type: "text" (Text), "image" and "document" (Source), "tool_use" (ID,
-// Name, Input), "tool_result" (ToolUseID, Content, IsError), "thinking" and
+// Type: "text" (Text), "image" and "document" (Source), "tool_use" and
+// "server_tool_use" (ID, Name, Input), "tool_result" (ToolUseID, Content,
+// IsError), "tool_reference" (ToolName), "web_search_tool_result"
+// (ToolUseID, Content: web_search_result blocks with URL, Title,
+// EncryptedContent, PageAge; an error object is skipped), "thinking" and
 // "redacted_thinking" (their fields are not decoded).
 //
 // Decoding is lenient about members whose JSON kind does not fit, since
@@ -114,6 +117,14 @@ type Block struct {
 	ToolUseID string         `json:"tool_use_id,omitzero"`
 	Content   *Content       `json:"content,omitzero"`
 	IsError   bool           `json:"is_error,omitzero"`
+	// ToolName is a tool_reference's tool (the client's ToolSearch
+	// answers with these in a tool_result).
+	ToolName string `json:"tool_name,omitzero"`
+	// A web_search_result (in a web_search_tool_result's content).
+	URL              string `json:"url,omitzero"`
+	Title            string `json:"title,omitzero"`
+	EncryptedContent string `json:"encrypted_content,omitzero"`
+	PageAge          string `json:"page_age,omitzero"`
 }
 
 // Source is where an image or document block's data comes from. Type is
@@ -200,6 +211,16 @@ func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			err = decodeIf(dec, k == '"', &b.ToolUseID)
 		case `"is_error"`:
 			err = decodeIf(dec, k == 't' || k == 'f', &b.IsError)
+		case `"tool_name"`:
+			err = decodeIf(dec, k == '"', &b.ToolName)
+		case `"url"`:
+			err = decodeIf(dec, k == '"', &b.URL)
+		case `"title"`:
+			err = decodeIf(dec, k == '"', &b.Title)
+		case `"encrypted_content"`:
+			err = decodeIf(dec, k == '"', &b.EncryptedContent)
+		case `"page_age"`:
+			err = decodeIf(dec, k == '"', &b.PageAge)
 		default:
 			err = dec.SkipValue()
 		}

@@ -31,7 +31,7 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 	if err != nil {
 		return BackendRequest{}, err
 	}
-	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2)}
+	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2), tools: req.Tools}
 	if err := b.system(req.System); err != nil {
 		return BackendRequest{}, err
 	}
@@ -164,6 +164,7 @@ type sizes struct {
 
 type builder struct {
 	target    Target
+	tools     []messages.Tool // the request's, for tool_reference
 	msgs      []chatMsg
 	toolIDs   map[string]struct{}
 	size      sizes
@@ -312,6 +313,25 @@ func (b *builder) assistant(i int, blocks []messages.Block) error {
 			m.calls = append(m.calls, toolCall{id: blk.ID, name: blk.Name, input: input})
 		case "tool_result":
 			return invalidf("messages.%d.content.%d: tool_result blocks belong in user messages", i, j)
+		case "server_tool_use":
+			// A search the proxy ran: the model sees its call and, from
+			// the web_search_tool_result after it, its result.
+			if blk.ID == "" || blk.Input.Kind() != '{' {
+				continue
+			}
+			if b.toolIDs == nil {
+				b.toolIDs = make(map[string]struct{})
+			}
+			b.toolIDs[blk.ID] = struct{}{}
+			b.size.json += len(blk.Input) + len(blk.Name)
+			m.calls = append(m.calls, toolCall{id: blk.ID, name: SearchFunction, input: blk.Input})
+		case "web_search_tool_result":
+			if !hasCall(m.calls, blk.ToolUseID) {
+				continue // its call is not in this turn: nothing to answer
+			}
+			b.push(m)
+			b.webSearchResult(blk, searchQueryOf(m.calls, blk.ToolUseID))
+			m = chatMsg{role: "assistant"}
 		}
 		// thinking, redacted_thinking, images and unknown blocks: dropped.
 	}
@@ -320,6 +340,26 @@ func (b *builder) assistant(i int, blocks []messages.Block) error {
 	}
 	b.push(m)
 	return nil
+}
+
+func hasCall(calls []toolCall, id string) bool {
+	for _, c := range calls {
+		if c.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// searchQueryOf is the query of the web_search call id among calls.
+func searchQueryOf(calls []toolCall, id string) string {
+	for _, c := range calls {
+		if c.id == id {
+			q, _ := SearchQuery(string(c.input))
+			return q
+		}
+	}
+	return ""
 }
 
 // user translates a user turn: its tool results become tool messages first

@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/messages"
+	"github.com/dragoman-dev/dragoman/proxy/websearch"
 )
 
 // Escaped JSON string fragments, joined into strings in their raw form.
@@ -109,6 +110,8 @@ func (b *builder) toolResult(blk *messages.Block, i, j int) ([]part, error) {
 					}
 					add = append(add, p.segs...)
 				}
+			case "tool_reference":
+				add = b.toolReference(cb.ToolName)
 			}
 			if len(add) > 0 {
 				if texts > 0 {
@@ -121,6 +124,51 @@ func (b *builder) toolResult(blk *messages.Block, i, j int) ([]part, error) {
 	}
 	b.push(chatMsg{role: "tool", str: true, callID: blk.ToolUseID, parts: []part{{segs: segs}}})
 	return images, nil
+}
+
+// toolReference renders a tool_reference (the client's ToolSearch found
+// the tool, and its next request offers it) as text the model can act
+// on: the tool's name, that it can now be called, and its description
+// when the request carries the tool.
+func (b *builder) toolReference(name string) [][]byte {
+	if name == "" {
+		return nil
+	}
+	segs := [][]byte{quoteInner("Tool " + name + " is now available: call it by that name.")}
+	for i := range b.tools {
+		if t := &b.tools[i]; t.Name == name && t.Description.Kind() == '"' && len(t.Description) > 2 {
+			segs = append(segs, quoteInner(" Its description: "), inner(t.Description))
+			break
+		}
+	}
+	for _, s := range segs {
+		b.size.text += len(s)
+	}
+	return segs
+}
+
+// webSearchResult pushes a web_search_tool_result of the history as the
+// result of its call (a tool message): the results read back from their
+// encrypted_content, as the model read them when it searched.
+func (b *builder) webSearchResult(blk *messages.Block, query string) {
+	call := SearchCall{Query: query, Code: websearch.Unavailable}
+	if c := blk.Content; c != nil && c.Blocks != nil {
+		call.Code = ""
+		for k := range c.Blocks {
+			r := &c.Blocks[k]
+			if r.Type != "web_search_result" {
+				continue
+			}
+			res, ok := ReadEncryptedContent(r.EncryptedContent)
+			if !ok {
+				res = websearch.Result{URL: r.URL, Title: r.Title, PageAge: r.PageAge}
+			}
+			call.Results = append(call.Results, res)
+		}
+	}
+	text := quoteInner(SearchResultText(&call))
+	b.size.text += len(text)
+	b.push(chatMsg{role: "tool", str: true, callID: blk.ToolUseID, parts: []part{{segs: [][]byte{text}}}})
 }
 
 func (b *builder) image(src *messages.Source, at string) (part, error) {
