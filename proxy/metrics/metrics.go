@@ -84,6 +84,9 @@ type Route struct {
 type Setup struct {
 	Version string  // the proxy's version, for dragoman_build_info
 	Routes  []Route // every alias and its backend(s)
+	// SearchProvider is search_settings.provider ("" when web search is
+	// off): its dragoman_web_searches_total series start at 0.
+	SearchProvider string
 	// Load reads each backend's state and load when Prometheus scrapes
 	// (dragoman_backend_up, dragoman_inflight_requests,
 	// dragoman_queued_requests); nil: every backend of Routes up, idle.
@@ -112,6 +115,7 @@ type Metrics struct {
 	moves       *prometheus.CounterVec
 	pings       *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
+	search      searchFamilies
 
 	// routes are the series of every route known at start-up, resolved
 	// once there: Observe looks them up in a map that is never written
@@ -187,8 +191,9 @@ func New(s Setup) *Metrics {
 		version = "unknown"
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
+	m.search = newSearchFamilies(s.SearchProvider)
 	m.reg = newRegistry(build, m.requests, m.duration, m.ttft, m.rate, m.tokens, m.queueWait,
-		m.retries, m.moves, m.pings, m.disconnects, newLoadCollector(s))
+		m.retries, m.moves, m.pings, m.disconnects, m.search.searches, m.search.duration, newLoadCollector(s))
 	for _, e := range Endpoints {
 		m.endpointPings[e] = m.pings.WithLabelValues(e)
 		m.endpointDisconnects[e] = m.disconnects.WithLabelValues(e)

@@ -54,6 +54,9 @@ type harnessOptions struct {
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	gate       *keys.Gate
 	tls        bool // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
+	// search, when set, is the search_settings provider, served by the
+	// stub (searchExtra: more search_settings lines, indented).
+	search, searchExtra string
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -90,7 +93,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		settings = "  enable_vendora_pass_through: true\n"
 	}
 	t.Setenv("TEST_BACKEND_KEY", backendKey)
-	cfg := loadConfig(t, routes+"general_settings:\n"+settings)
+	search := ""
+	if o.search != "" {
+		search = "search_settings:\n  provider: " + o.search + "\n  api_base: " + backend.URL + "\n  api_key: test-search-key\n" + o.searchExtra
+	}
+	cfg := loadConfig(t, routes+"general_settings:\n"+settings+search)
 	pool := o.pool
 	if pool == nil {
 		pool = upstream.NewPool()

@@ -36,7 +36,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 	if s.passThroughOff(w, f) {
 		return
 	}
-	x, ok := s.prepareFor(w, r, f, translate.MessagesToChat, translate.MessagesToMessages)
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	if tool, ok := s.webSearchTool(body, translate.MessagesWebSearchTool); ok {
+		s.messagesSearch(w, r, body, tool)
+		return
+	}
+	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages), body)
 	if !ok {
 		return
 	}

@@ -21,8 +21,16 @@ import (
 // and the answer Messages → Chat → Responses. The proxy is stateless: the
 // client sends the whole conversation every turn.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	if tool, ok := s.webSearchTool(body, translate.ResponsesWebSearchTool); ok {
+		s.responsesSearch(w, r, body, tool)
+		return
+	}
 	var call *translate.ResponsesCall
-	x, ok := s.prepareFor(w, r, f, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
+	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
 		br, c, err := translate.ResponsesToChat(body, resolve)
 		call = c
 		return br, err
@@ -30,12 +38,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
 		br, c, err := responsesToMessages(body, resolve)
 		call = c
 		return br, err
-	})
+	}), body)
 	if !ok {
 		return
 	}
-	// Codex offers a hosted tool (web_search) in every request: the line
-	// is written, and its arguments made, only at debug level.
+	// Codex offers a hosted tool (web_search) in every request: without
+	// search_settings the line is written, and its arguments made, only
+	// at debug level.
 	if len(call.Dropped) > 0 && s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.Debug("left out of a Responses request: the backend cannot run them", "model", x.alias, "dropped", strings.Join(call.Dropped, ", "))
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
+	"github.com/dragoman-dev/dragoman/proxy/websearch"
 )
 
 // DefaultPingInterval is how long a Messages stream waits for the backend
@@ -73,9 +74,10 @@ type Server struct {
 	inflight  sync.WaitGroup
 	active    atomic.Int64
 
-	metrics *metrics.Metrics // nil: off
-	tracer  *tracing.Tracer  // nil: off
-	gate    *keys.Gate       // nil: no per-user keys
+	metrics *metrics.Metrics  // nil: off
+	tracer  *tracing.Tracer   // nil: off
+	gate    *keys.Gate        // nil: no per-user keys
+	search  *websearch.Client // search_settings; nil: web search off
 
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool // api_base → serves /tokenize
@@ -119,6 +121,10 @@ func New(cfg *config.Config, opts Options) *Server {
 	}
 	for _, r := range cfg.Routes {
 		s.native = s.native || r.Protocol == config.ProtocolMessages
+	}
+	if ss := cfg.Search; ss != nil {
+		s.search = websearch.New(websearch.Settings{Provider: ss.Provider, APIBase: ss.APIBase, APIKey: ss.APIKey,
+			MaxResults: ss.MaxResults, Timeout: ss.Timeout, TimeBudget: ss.TimeBudget})
 	}
 	for _, k := range opts.Keys {
 		if k != "" {

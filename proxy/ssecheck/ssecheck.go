@@ -12,8 +12,10 @@
 // object whose "type" is NAME and whose members are those of its type;
 // blocks numbered 0, 1, 2… in order, one open at a time; each delta of its
 // block's own type (text_delta in text, thinking_delta and signature_delta
-// in thinking, input_json_delta in tool_use); a block opened empty (a
-// tool_use with an id and input {}); message_delta only once no
+// in thinking, input_json_delta in tool_use and server_tool_use,
+// citations_delta in text); a block opened empty (a tool_use with an id
+// and input {}; a server_tool_use alike, its id srvtoolu_…), but a
+// web_search_tool_result, which opens whole and has no delta; message_delta only once no
 // block is open, with a known stop reason and stop_sequence set exactly when
 // the reason is stop_sequence; nothing after message_stop or error.
 package ssecheck
@@ -89,9 +91,10 @@ var stopReasons = map[string]bool{
 
 // deltaTypes maps a block type to the delta types allowed in it.
 var deltaTypes = map[string][]string{
-	messages.BlockText:     {messages.DeltaText},
-	messages.BlockThinking: {messages.DeltaThinking, messages.DeltaSignature},
-	messages.BlockToolUse:  {messages.DeltaInputJSON},
+	messages.BlockText:          {messages.DeltaText, messages.DeltaCitations},
+	messages.BlockThinking:      {messages.DeltaThinking, messages.DeltaSignature},
+	messages.BlockToolUse:       {messages.DeltaInputJSON},
+	messages.BlockServerToolUse: {messages.DeltaInputJSON},
 }
 
 // strict decodes data into the type of its event: no unknown member, no
@@ -309,10 +312,19 @@ func checkEmptyBlock(b *messages.StreamBlock) error {
 		if !empty(b.Thinking) || b.Signature == nil || b.Text != nil || b.ID != "" || b.Name != "" || b.Input != nil {
 			return errors.New(`a thinking block must start as {"type":"thinking","thinking":"","signature":""}`)
 		}
-	case messages.BlockToolUse:
-		if b.ID == "" || b.Text != nil || b.Thinking != nil || b.Signature != nil ||
+	case messages.BlockToolUse, messages.BlockServerToolUse:
+		if b.ID == "" || b.Text != nil || b.Thinking != nil || b.Signature != nil || b.ToolUseID != "" || b.Content != nil ||
 			!bytes.Equal(bytes.TrimSpace(b.Input), []byte("{}")) {
-			return errors.New(`a tool_use block must start with an id, its name and "input":{}`)
+			return fmt.Errorf(`a %s block must start with an id, its name and "input":{}`, b.Type)
+		}
+		if b.Type == messages.BlockServerToolUse && !strings.HasPrefix(b.ID, "srvtoolu_") {
+			return fmt.Errorf("a server_tool_use id must start with srvtoolu_, got %q", b.ID)
+		}
+	case messages.BlockWebSearchToolResult:
+		// It comes whole: its results (or its error) in the start event.
+		if !strings.HasPrefix(b.ToolUseID, "srvtoolu_") || (b.Content.Kind() != '[' && b.Content.Kind() != '{') ||
+			b.Text != nil || b.Thinking != nil || b.ID != "" || b.Input != nil {
+			return errors.New("a web_search_tool_result block must start whole, with the tool_use_id of its server_tool_use and its content")
 		}
 	default:
 		return fmt.Errorf("unknown block type %q", b.Type)
@@ -327,6 +339,15 @@ func checkDelta(blockType string, d *messages.BlockDelta) error {
 	}
 	if !allowed {
 		return fmt.Errorf("%s in a %s block", d.Type, blockType)
+	}
+	if d.Type == messages.DeltaCitations {
+		if d.Citation.Kind() != '{' || d.Text != nil || d.Thinking != nil || d.Signature != nil || d.PartialJSON != nil {
+			return errors.New("citations_delta must carry its citation object and no other field")
+		}
+		return nil
+	}
+	if d.Citation != nil {
+		return fmt.Errorf("%s must not carry a citation", d.Type)
 	}
 	var field *string
 	set := 0

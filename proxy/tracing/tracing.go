@@ -233,8 +233,14 @@ func (t *Tracer) Attempts(backend, backendModel, apiBase string) Attempt {
 				span.SetAttributes(attribute.String("gen_ai.response.model", backendModel))
 				if q != nil {
 					q.mu.Lock()
+					earlier := q.answered
 					q.answered = span
 					q.mu.Unlock()
+					if earlier != nil {
+						// A request of several backend turns (a web
+						// search loop): the earlier turn is over.
+						earlier.End()
+					}
 					return // ended with the request, so that it covers the stream
 				}
 			} else {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/websearch"
 )
 
 // update rewrites the golden files: go test ./proxy/translate -run Golden -update
@@ -135,8 +137,26 @@ func TestMessagesToChatRules(t *testing.T) {
 	}, {
 		name: "empty text skipped, thinking and redacted_thinking dropped, unknown blocks ignored",
 		tgt:  tgtPlain,
-		body: req(`"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"x"},{"type":"mystery","foo":1}]},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig"},{"type":"redacted_thinking","data":"zz"},{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{"query":"x"}},{"type":"web_search_tool_result","tool_use_id":"srv_1","content":{"type":"web_search_tool_result_error","error_code":"unavailable"}},{"type":"text","text":"y"}]}]`),
+		body: req(`"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"x"},{"type":"mystery","foo":1}]},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig"},{"type":"redacted_thinking","data":"zz"},{"type":"text","text":"y"}]}]`),
 		want: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"assistant","content":"y"}],"max_tokens":100}`,
+	}, {
+		name: "a search of the history: the call, its result read back from encrypted_content (or the error), then the text after it",
+		tgt:  tgtPlain,
+		body: req(`"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://go.dev/","title":"Go","encrypted_content":"` + EncryptedContent(&websearch.Result{URL: "https://go.dev/", Title: "Go", Snippet: "The Go language"}) + `","page_age":null}]},{"type":"server_tool_use","id":"srvtoolu_2","name":"web_search","input":{"query":"x"}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_2","content":{"type":"web_search_tool_result_error","error_code":"unavailable"}},{"type":"text","text":"y"}]},{"role":"user","content":"more"}]`),
+		want: `{"model":"m","messages":[{"role":"user","content":"q"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"srvtoolu_1","type":"function","function":{"name":"web_search","arguments":"{\"query\":\"go\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"srvtoolu_1","content":"Web search results for \"go\":\n\n[1] Go\nURL: https://go.dev/\nThe Go language\n\nAnswer from these results and cite the pages you use by their URL."},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"srvtoolu_2","type":"function","function":{"name":"web_search","arguments":"{\"query\":\"x\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"srvtoolu_2","content":"The web search failed: unavailable (the search provider did not answer). Answer with what you know, and say that the search failed."},` +
+			`{"role":"assistant","content":"y"},{"role":"user","content":"more"}],"max_tokens":100}`,
+	}, {
+		name: "a tool_reference in a tool result: the tool's name, that it is now available, its description when the request has it",
+		tgt:  tgtPlain,
+		body: req(`"tools":[{"name":"WebSearch","description":"Search the web.","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"find"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{"query":"select:WebSearch"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_reference","tool_name":"WebSearch"},{"type":"tool_reference","tool_name":"Other"}]}]}]`),
+		want: `{"model":"m","messages":[{"role":"user","content":"find"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{\"query\":\"select:WebSearch\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"t1","content":"Tool WebSearch is now available: call it by that name. Its description: Search the web.\nTool Other is now available: call it by that name."}],` +
+			`"max_tokens":100,"tools":[{"type":"function","function":{"name":"WebSearch","description":"Search the web.","parameters":{"type":"object"}}}]}`,
 	}, {
 		name: "an assistant turn of only thinking vanishes and the user turns around it merge",
 		tgt:  tgtPlain,

@@ -158,11 +158,11 @@ func NewSearchChat(chatBody []byte, alias string) (*SearchChat, error) {
 		if err != nil {
 			return nil, err
 		}
+		name := tok.String() // before the next read voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		name := tok.String()
 		v = v.Clone()
 		switch name {
 		case "stream", "stream_options", "model":

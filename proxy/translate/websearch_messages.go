@@ -118,13 +118,40 @@ func MessagesWithSearches(answer []byte, calls []SearchCall, usage messages.Usag
 	for i := range calls {
 		content = append(content, searchBlocks(&calls[i])...)
 	}
+	dropped, toolUses := false, 0
 	for _, blk := range m.Content {
+		switch toolUseName(blk) {
+		case SearchFunction:
+			// A search the model asked for after its searches were over
+			// (it ignored tool_choice none): not the client's to run.
+			dropped = true
+			continue
+		case "":
+		default:
+			toolUses++
+		}
 		content = append(content, cite(blk, calls))
+	}
+	if dropped && toolUses == 0 && m.StopReason != nil && *m.StopReason == messages.StopToolUse {
+		end := messages.StopEndTurn
+		m.StopReason = &end
 	}
 	m.Content = content
 	usage.ServerToolUse = &messages.ServerToolUse{WebSearchRequests: searchesRun(calls)}
 	m.Usage = usage
 	return json.Marshal(m)
+}
+
+// toolUseName is the name of a tool_use block, "" for another block.
+func toolUseName(blk jsontext.Value) string {
+	var b struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(blk, &b, decodeOpts) != nil || b.Type != messages.BlockToolUse {
+		return ""
+	}
+	return b.Name
 }
 
 // searchesRun counts the calls that reached the provider: those with
@@ -278,13 +305,13 @@ func (s *SearchStream) Fail(dst []byte, errType, message string) []byte {
 // block writes one whole block as its events.
 func (s *SearchStream) block(dst []byte, blk jsontext.Value) []byte {
 	var b struct {
-		Type      string         `json:"type"`
-		Text      string         `json:"text"`
-		Thinking  string         `json:"thinking"`
-		Signature string         `json:"signature"`
-		ID        string         `json:"id"`
-		Name      string         `json:"name"`
-		Input     jsontext.Value `json:"input"`
+		Type      string           `json:"type"`
+		Text      string           `json:"text"`
+		Thinking  string           `json:"thinking"`
+		Signature string           `json:"signature"`
+		ID        string           `json:"id"`
+		Name      string           `json:"name"`
+		Input     jsontext.Value   `json:"input"`
 		Citations []jsontext.Value `json:"citations"`
 	}
 	json.Unmarshal(blk, &b, decodeOpts)

@@ -55,11 +55,12 @@ func objectMembers(b []byte) ([]jsonMember, error) {
 		if err != nil {
 			return nil, err
 		}
+		name := tok.String() // before the next read voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, jsonMember{tok.String(), v.Clone()})
+		out = append(out, jsonMember{name, v.Clone()})
 	}
 	return out, nil
 }
@@ -95,7 +96,17 @@ func ResponsesWithSearches(answer []byte, calls []SearchCall) ([]byte, error) {
 		for k := range calls {
 			out = append(out, searchCallItem(&calls[k], searchCallStatus(&calls[k])))
 		}
-		ms[i].value, _ = json.Marshal(append(out, items...))
+		for _, it := range items {
+			var fc struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(it, &fc) == nil && fc.Type == "function_call" && fc.Name == SearchFunction {
+				continue // asked for after the searches were over: not the client's to run
+			}
+			out = append(out, it)
+		}
+		ms[i].value, _ = json.Marshal(out)
 	}
 	return appendMembers(nil, ms), nil
 }
@@ -108,6 +119,7 @@ func ResponsesWithSearches(answer []byte, calls []SearchCall) ([]byte, error) {
 type ResponsesSearchStream struct {
 	id, alias string
 	createdAt int64
+	call      *ResponsesCall
 	seq       int
 	items     int // output items written
 	started   bool
@@ -115,8 +127,9 @@ type ResponsesSearchStream struct {
 }
 
 // NewResponsesSearchStream returns the stream writer of one answer.
-func NewResponsesSearchStream(alias, responseID string, createdAt int64) *ResponsesSearchStream {
-	return &ResponsesSearchStream{id: responseID, alias: alias, createdAt: createdAt}
+// call is what the request's translation returned.
+func NewResponsesSearchStream(alias, responseID string, createdAt int64, call *ResponsesCall) *ResponsesSearchStream {
+	return &ResponsesSearchStream{id: responseID, alias: alias, createdAt: createdAt, call: call}
 }
 
 // event appends one event: name, then data with type and sequence_number
@@ -146,7 +159,7 @@ func (s *ResponsesSearchStream) Start(dst []byte) []byte {
 		return dst
 	}
 	s.started = true
-	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress)
+	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress, s.call)
 	v := jsontext.Value(r.AppendJSON(nil))
 	dst = s.event(dst, "response.created", "response", v)
 	return s.event(dst, "response.in_progress", "response", v)
@@ -280,7 +293,7 @@ func (s *ResponsesSearchStream) Fail(dst []byte, code, message string) []byte {
 		return dst
 	}
 	s.ended = true
-	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed)
+	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed, s.call)
 	r.Error = &responses.ResponseError{Code: code, Message: message}
 	return s.event(dst, "response.failed", "response", jsontext.Value(r.AppendJSON(nil)))
 }

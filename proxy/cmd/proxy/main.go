@@ -114,7 +114,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	}
 	bal := balance.New(cfg, balance.Options{Hooks: hooks})
 	if *metricsOn {
-		m = metrics.New(metrics.Setup{Version: version, Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
+		m = metrics.New(metrics.Setup{Version: version, Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal), SearchProvider: searchProvider(cfg)})
 	}
 	tracer, err := tracing.New(context.Background(), getenv, "dragoman-proxy", version)
 	if err != nil {
@@ -264,4 +264,13 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// searchProvider is the web search provider the config names, "" when web
+// search is off.
+func searchProvider(cfg *config.Config) string {
+	if cfg.Search == nil {
+		return ""
+	}
+	return cfg.Search.Provider
 }
