@@ -292,22 +292,22 @@ func (l *searchLoop) fail(err error, st *loopStream, f format, fail func(dst []b
 	st.out.emit(fail(nil, p))
 }
 
-// writeJSON answers a non-stream request.
-func writeJSON(w http.ResponseWriter, out []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.Write(out)
+// searchFront is how one endpoint answers a loop: its format, the ids of
+// its search calls, its answer made from the model's last turn, and its
+// stream's writer.
+type searchFront struct {
+	f      format
+	newID  func() string
+	answer func(l *searchLoop, final []byte) ([]byte, error)
+	// newStream returns the stream's writer: ping and searched for the
+	// loop, finish for the answer, fail for a failure after the commit.
+	newStream func(l *searchLoop) (ping func([]byte) []byte, searched func([]byte, []translate.SearchCall) []byte,
+		finish func(dst, answer []byte) ([]byte, error), fail func(dst []byte, p problem) []byte)
 }
 
-// messagesSearch serves a Messages request with a web search server tool.
-func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
-	f := messagesFormat
-	br, err := translate.MessagesToChat(body, s.searchTarget)
-	bufpool.Put(body)
-	if err != nil {
-		f.write(w, requestProblem(err))
-		return
-	}
+// serveSearch runs the loop of a request translated to the Chat format
+// (br, whose body it takes) and answers with front.
+func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, br translate.BackendRequest, tool translate.WebSearchTool, front searchFront) {
 	alias := br.Target.Alias
 	setAlias(w, alias)
 	if o := observed(w); o != nil {
@@ -316,119 +316,101 @@ func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []b
 	conv, err := translate.NewSearchChat(br.Body, alias)
 	bufpool.Put(br.Body)
 	if err != nil {
-		f.write(w, problemf(invalidRequest, "%s", err.Error()))
+		front.f.write(w, problemf(invalidRequest, "%s", err.Error()))
 		return
 	}
-	l := s.newSearchLoop(w, r, alias, tool, conv, translate.NewServerToolUseID)
+	l := s.newSearchLoop(w, r, alias, tool, conv, front.newID)
 	answer := func(final []byte) ([]byte, error) {
-		msg, _, err := translate.ChatToMessagesWithUsage(final, alias)
+		out, err := front.answer(l, final)
 		bufpool.Put(final)
-		if err != nil {
-			return nil, err
-		}
 		noteUsage(w, &l.usage)
-		return translate.MessagesWithSearches(msg, l.calls, translate.MapUsage(&l.usage))
-	}
-	if !br.Stream {
-		final, err := l.run(r.Context(), nil)
-		if err != nil {
-			l.fail(err, nil, f, nil)
-			return
-		}
-		out, err := answer(final)
-		if err != nil {
-			f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), l.route.apiKey)))
-			return
-		}
-		writeJSON(w, out)
-		return
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	ms := translate.NewSearchStream(alias, newMessageID(), br.InputTokens)
-	st := &loopStream{out: newStreamOut(w), ping: ms.Ping, searched: ms.Searched, cancel: cancel}
-	failEvent := func(dst []byte, p problem) []byte { return ms.Fail(dst, renderings[p.kind].messagesType, p.message) }
-	final, err := l.run(ctx, st)
-	if err != nil {
-		l.fail(err, st, f, failEvent)
-		return
-	}
-	out, err := answer(final)
-	if err == nil {
-		out, err = ms.Finish(nil, out)
-	}
-	if err != nil {
-		l.fail(err, st, f, failEvent)
-		return
-	}
-	st.out.emit(out)
-}
-
-// responsesSearch serves a Responses request with the hosted web_search
-// tool.
-func (s *Server) responsesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
-	f := responsesFormat
-	br, call, err := translate.ResponsesToChat(body, s.searchTarget)
-	bufpool.Put(body)
-	if err != nil {
-		f.write(w, requestProblem(err))
-		return
-	}
-	alias := br.Target.Alias
-	setAlias(w, alias)
-	if o := observed(w); o != nil {
-		o.stream, o.maxTokens = br.Stream, br.MaxTokens
-	}
-	conv, err := translate.NewSearchChat(br.Body, alias)
-	bufpool.Put(br.Body)
-	if err != nil {
-		f.write(w, problemf(invalidRequest, "%s", err.Error()))
-		return
-	}
-	l := s.newSearchLoop(w, r, alias, tool, conv, translate.NewWebSearchCallID)
-	id := translate.NewResponseID()
-	answer := func(final []byte) ([]byte, error) {
-		resp, _, err := translate.ChatToResponses(final, alias, id, l.created, call)
-		bufpool.Put(final)
-		if err != nil {
-			return nil, err
-		}
-		noteUsage(w, &l.usage)
-		out, err := translate.ResponsesWithSearches(resp, l.calls)
-		bufpool.Put(resp)
 		return out, err
 	}
 	if !br.Stream {
 		final, err := l.run(r.Context(), nil)
 		if err != nil {
-			l.fail(err, nil, f, nil)
+			l.fail(err, nil, front.f, nil)
 			return
 		}
 		out, err := answer(final)
 		if err != nil {
-			f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), l.route.apiKey)))
+			front.f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), l.route.apiKey)))
 			return
 		}
-		writeJSON(w, out)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		w.Write(out)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	rs := translate.NewResponsesSearchStream(alias, id, l.created, call)
-	st := &loopStream{out: newStreamOut(w), ping: rs.Ping, searched: rs.Searched, cancel: cancel}
-	failEvent := func(dst []byte, p problem) []byte { return rs.Fail(dst, responsesCode(p), p.message) }
+	ping, searched, finish, failEvent := front.newStream(l)
+	st := &loopStream{out: newStreamOut(w), ping: ping, searched: searched, cancel: cancel}
 	final, err := l.run(ctx, st)
 	if err != nil {
-		l.fail(err, st, f, failEvent)
+		l.fail(err, st, front.f, failEvent)
 		return
 	}
 	out, err := answer(final)
 	if err == nil {
-		out, err = rs.Finish(nil, out)
+		out, err = finish(nil, out)
 	}
 	if err != nil {
-		l.fail(err, st, f, failEvent)
+		l.fail(err, st, front.f, failEvent)
 		return
 	}
 	st.out.emit(out)
+}
+
+// messagesSearch serves a Messages request with a web search server tool.
+func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
+	br, err := translate.MessagesToChat(body, s.searchTarget)
+	bufpool.Put(body)
+	if err != nil {
+		messagesFormat.write(w, requestProblem(err))
+		return
+	}
+	s.serveSearch(w, r, br, tool, searchFront{
+		f:     messagesFormat,
+		newID: translate.NewServerToolUseID,
+		answer: func(l *searchLoop, final []byte) ([]byte, error) {
+			msg, _, err := translate.ChatToMessagesWithUsage(final, l.alias)
+			if err != nil {
+				return nil, err
+			}
+			return translate.MessagesWithSearches(msg, l.calls, translate.MapUsage(&l.usage))
+		},
+		newStream: func(l *searchLoop) (func([]byte) []byte, func([]byte, []translate.SearchCall) []byte, func(dst, answer []byte) ([]byte, error), func([]byte, problem) []byte) {
+			ms := translate.NewSearchStream(l.alias, newMessageID(), br.InputTokens)
+			return ms.Ping, ms.Searched, ms.Finish, func(dst []byte, p problem) []byte { return ms.Fail(dst, renderings[p.kind].messagesType, p.message) }
+		},
+	})
+}
+
+// responsesSearch serves a Responses request with the hosted web_search
+// tool.
+func (s *Server) responsesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
+	br, call, err := translate.ResponsesToChat(body, s.searchTarget)
+	bufpool.Put(body)
+	if err != nil {
+		responsesFormat.write(w, requestProblem(err))
+		return
+	}
+	id := translate.NewResponseID()
+	s.serveSearch(w, r, br, tool, searchFront{
+		f:     responsesFormat,
+		newID: translate.NewWebSearchCallID,
+		answer: func(l *searchLoop, final []byte) ([]byte, error) {
+			resp, _, err := translate.ChatToResponses(final, l.alias, id, l.created, call)
+			if err != nil {
+				return nil, err
+			}
+			defer bufpool.Put(resp)
+			return translate.ResponsesWithSearches(resp, l.calls)
+		},
+		newStream: func(l *searchLoop) (func([]byte) []byte, func([]byte, []translate.SearchCall) []byte, func(dst, answer []byte) ([]byte, error), func([]byte, problem) []byte) {
+			rs := translate.NewResponsesSearchStream(l.alias, id, l.created, call)
+			return rs.Ping, rs.Searched, rs.Finish, func(dst []byte, p problem) []byte { return rs.Fail(dst, responsesCode(p), p.message) }
+		},
+	})
 }

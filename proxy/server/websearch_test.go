@@ -370,5 +370,3 @@ func TestWebSearchPings(t *testing.T) {
 		t.Errorf("the slow search's results are missing:\n%s", events)
 	}
 }
-
-

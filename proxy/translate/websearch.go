@@ -147,41 +147,30 @@ type jsonMember struct {
 // for the backend that serves it), it is not streamed, and it offers the
 // web_search function.
 func NewSearchChat(chatBody []byte, alias string) (*SearchChat, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(chatBody))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, fmt.Errorf("translate: not a Chat request")
+	ms, err := objectMembers(chatBody)
+	if err != nil {
+		return nil, fmt.Errorf("translate: not a Chat request: %w", err)
 	}
 	c := &SearchChat{}
 	tools := false
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		name := tok.String() // before the next read voids tok
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		v = v.Clone()
-		switch name {
+	for _, m := range ms {
+		switch m.name {
 		case "stream", "stream_options", "model":
 			continue
 		case "messages":
-			if err := json.Unmarshal(v, &c.messages); err != nil {
+			if err := json.Unmarshal(m.value, &c.messages); err != nil {
 				return nil, err
 			}
 			continue
 		case "tools":
 			var list []jsontext.Value
-			if err := json.Unmarshal(v, &list); err != nil {
+			if err := json.Unmarshal(m.value, &list); err != nil {
 				return nil, err
 			}
-			list = append(list, jsontext.Value(searchFunctionTool))
-			v, _ = json.Marshal(list)
+			m.value, _ = json.Marshal(append(list, jsontext.Value(searchFunctionTool)))
 			tools = true
 		}
-		c.members = append(c.members, jsonMember{name, v})
+		c.members = append(c.members, m)
 	}
 	if !tools {
 		c.members = append(c.members, jsonMember{"tools", jsontext.Value("[" + searchFunctionTool + "]")})
