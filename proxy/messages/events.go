@@ -90,9 +90,9 @@ type ContentBlockStartEvent struct {
 // deltas fill it. Which fields it carries depends on Type.
 type StreamBlock struct {
 	Type      string         `json:"type"`
-	Text      *string        `json:"text,omitzero"`      // text: ""
-	Thinking  *string        `json:"thinking,omitzero"`  // thinking: ""
-	Signature *string        `json:"signature,omitzero"` // thinking: ""
+	Text      *string        `json:"text,omitzero"`         // text: ""
+	Thinking  *string        `json:"thinking,omitzero"`     // thinking: ""
+	Signature *string        `json:"signature,omitzero"`    // thinking: ""
 	ID        string         `json:"id,omitempty"`          // tool_use, server_tool_use
 	Name      string         `json:"name,omitempty"`        // tool_use, server_tool_use
 	Input     jsontext.Value `json:"input,omitzero"`        // tool_use, server_tool_use: {}
