@@ -160,7 +160,7 @@ func (s *ResponsesSearchStream) Start(dst []byte) []byte {
 	}
 	s.started = true
 	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress, s.call)
-	v := jsontext.Value(r.AppendJSON(nil))
+	v := jsontext.Value(appendJSON(nil, &r))
 	dst = s.event(dst, "response.created", "response", v)
 	return s.event(dst, "response.in_progress", "response", v)
 }
@@ -295,5 +295,5 @@ func (s *ResponsesSearchStream) Fail(dst []byte, code, message string) []byte {
 	s.ended = true
 	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed, s.call)
 	r.Error = &responses.ResponseError{Code: code, Message: message}
-	return s.event(dst, "response.failed", "response", jsontext.Value(r.AppendJSON(nil)))
+	return s.event(dst, "response.failed", "response", jsontext.Value(appendJSON(nil, &r)))
 }
