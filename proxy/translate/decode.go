@@ -107,11 +107,6 @@ func goTypeName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// KindName names the kind of a JSON value as the request errors do ("a
-// string", "an array"…), for validators outside this package
-// (passthrough) to word theirs alike.
-func KindName(k jsontext.Kind) string { return kindName(k) }
-
 func kindName(k jsontext.Kind) string {
 	switch k {
 	case 'n':
