@@ -173,3 +173,33 @@ func TestNotJSONUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFit: whatever the body, Fit does not panic, and what it returns is
+// JSON whose members outside tools and tool_choice are the input's.
+func FuzzFit(f *testing.F) {
+	f.Add([]byte(chatBody(`{"type":"object","properties":{"s":{"type":"string","maxLength":524288,"pattern":"[a"}}}`)), false)
+	f.Add([]byte(`{"tools":[{"name":"a","input_schema":{"$ref":"#/x","items":[true,1,{"anyOf":3}]}}],"tool_choice":{"type":"tool","name":"a"}}`), true)
+	f.Add([]byte(`{"tools":[{"type":"function","function":{"name":"a","parameters":true}}],"tool_choice":{"type":"function","function":{"name":"a"}}}`), false)
+	f.Fuzz(func(t *testing.T, body []byte, messages bool) {
+		format := Chat
+		if messages {
+			format = Messages
+		}
+		out, _ := Fit(discover.LlamaCpp, format, body)
+		if out == nil {
+			return
+		}
+		var in, got map[string]jsontext.Value
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("output is not a JSON object: %v\n%s", err, out)
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatalf("rewrote a body that is not a JSON object: %s", body)
+		}
+		for k, v := range in {
+			if k != "tools" && k != "tool_choice" && string(got[k]) != string(v) {
+				t.Errorf("member %s changed: %s -> %s", k, v, got[k])
+			}
+		}
+	})
+}

@@ -518,7 +518,8 @@ func slicesIndexName(tools []any, name string) int {
 
 // TestNamedToolChoiceForcedOnLlamaCpp: llama-server ignores a named
 // tool_choice (the object form); through the proxy the named tool is the
-// one called, on the translated and the native endpoint, streamed or not.
+// one called, on the translated and the native endpoint, from the
+// Messages, Chat and Responses fronts, streamed or not.
 func TestNamedToolChoiceForcedOnLlamaCpp(t *testing.T) {
 	ls := newLlamaServer(t)
 	h := newHarness(t, harnessOptions{routesYAML: llamaRoutes(ls.url)})
@@ -537,6 +538,12 @@ func TestNamedToolChoiceForcedOnLlamaCpp(t *testing.T) {
 			resp, b = h.do(http.MethodPost, "/v1/chat/completions", body, nil, false)
 			if resp.StatusCode != 200 || !strings.Contains(string(b), `"name":"get_time"`) || strings.Contains(string(b), "get_weather") {
 				t.Errorf("chat %s stream=%s: %d %s", alias, s, resp.StatusCode, b)
+			}
+			respTools := `[{"type":"function","name":"get_weather","parameters":{"type":"object"}},{"type":"function","name":"get_time","parameters":{"type":"object"}}]`
+			body = `{"model":"` + alias + `","max_output_tokens":120,"stream":` + s + `,"tool_choice":{"type":"function","name":"get_time"},"tools":` + respTools + `,"input":"what time is it"}`
+			resp, b = h.do(http.MethodPost, "/v1/responses", body, nil, false)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"name":"get_time"`) || strings.Contains(string(b), `"name":"get_weather"`) {
+				t.Errorf("responses %s stream=%s: %d %s", alias, s, resp.StatusCode, b)
 			}
 		}
 	}
