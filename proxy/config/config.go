@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dragoman-dev/dragoman/proxy/kind"
 )
 
 // Defaults for optional settings.
@@ -87,6 +90,36 @@ type RouterSettings struct {
 	HealthCheckInterval time.Duration // how often a backend that is out is probed at {api_base}/models; 0: never
 	QueueTimeout        time.Duration // how long a request may wait for a free slot
 	Fallbacks           []Fallback    // in file order
+	// BackgroundModels are the names or globs (path.Match) of the models
+	// a client asks for that make a request background (the client's
+	// small/fast model: claude-haiku-*).
+	BackgroundModels []string
+	// LongContextTokens: a prompt estimated above it is long_context; 0:
+	// none is.
+	LongContextTokens int
+	// Routes send a request of a kind to another pool; the first that
+	// matches wins. None: every request goes to the pool it names.
+	Routes []KindRoute
+}
+
+// KindRoute is one of router_settings.routes: requests of Kind go to the
+// pool To.
+type KindRoute struct {
+	Kind kind.Kind
+	To   string
+}
+
+// KindRules are the router settings package kind classifies by. Content
+// is on when a route needs what is inside a body.
+func (rs RouterSettings) KindRules() kind.Rules {
+	r := kind.Rules{BackgroundModels: rs.BackgroundModels, LongContextTokens: rs.LongContextTokens}
+	for _, kr := range rs.Routes {
+		switch kr.Kind {
+		case kind.LongContext, kind.Image, kind.Thinking, kind.WebSearch:
+			r.Content = true
+		}
+	}
+	return r
 }
 
 // Fallback names the pools that serve an alias whose own pool has no
@@ -123,6 +156,10 @@ type Route struct {
 	// Server is proxy_params.server: which server the backend is (one of
 	// Servers), overriding discovery; "" when not set.
 	Server string
+	// VisionFallback is proxy_params.vision_fallback: the alias that
+	// describes each image for this backend when it cannot read images
+	// (configured or discovered); "" for the placeholder.
+	VisionFallback string
 }
 
 // Servers are the values proxy_params.server takes, as discovery names
@@ -202,9 +239,9 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
 	entryKeys    = []string{"model_name", "proxy_params"}
-	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server"}
+	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback"}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
-	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks"}
+	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks", "background_models", "long_context_tokens", "routes"}
 )
 
 func (p *parser) file(root *yaml.Node) (*Config, error) {
@@ -263,7 +300,26 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 			return nil, err
 		}
 	}
+	if err := p.visionFallbacks(list, cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// visionFallbacks checks that each proxy_params.vision_fallback names a
+// pool other than its own.
+func (p *parser) visionFallbacks(list *yaml.Node, cfg *Config) error {
+	aliases := cfg.Aliases()
+	for i, r := range cfg.Routes {
+		switch {
+		case r.VisionFallback == "":
+		case r.VisionFallback == r.Alias:
+			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, r.VisionFallback)
+		case !slices.Contains(aliases, r.VisionFallback):
+			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
+		}
+	}
+	return nil
 }
 
 // isNull reports whether n is an empty value (general_settings: with
@@ -343,6 +399,82 @@ func (p *parser) router(n *yaml.Node, cfg *Config) error {
 		if err := p.fallbacks(v, cfg); err != nil {
 			return err
 		}
+	}
+	if v, ok := fields["background_models"]; ok {
+		const want = "a list of model names or globs, e.g. [claude-haiku-*]"
+		if v.Kind != yaml.SequenceNode {
+			return p.errorf(v, "router_settings.background_models must be %s", want)
+		}
+		for _, e := range v.Content {
+			var g string
+			if err := p.decode(e, "router_settings.background_models", want, &g); err != nil {
+				return err
+			}
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				return p.errorf(e, "router_settings.background_models: %q is not a model name or glob: write names such as claude-haiku-4-5, or globs with * and ? such as claude-haiku-*", g)
+			}
+			rs.BackgroundModels = append(rs.BackgroundModels, g)
+		}
+	}
+	if v, ok := fields["long_context_tokens"]; ok {
+		if err := p.decode(v, "router_settings.long_context_tokens", "a number of tokens", &rs.LongContextTokens); err != nil {
+			return err
+		}
+		if rs.LongContextTokens < 1 {
+			return p.errorf(v, "router_settings.long_context_tokens is %d: write a positive number of tokens (a prompt estimated above it is long_context), or leave it out", rs.LongContextTokens)
+		}
+	}
+	if v, ok := fields["routes"]; ok {
+		if err := p.kindRoutes(v, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindRoutes reads router_settings.routes: a list of {kind, to}.
+func (p *parser) kindRoutes(n *yaml.Node, cfg *Config) error {
+	const shape = "a list of {kind: <kind>, to: <model_name>}, e.g.\n  routes:\n    - {kind: background, to: small}"
+	if n.Kind != yaml.SequenceNode {
+		return p.errorf(n, "router_settings.routes must be %s", shape)
+	}
+	aliases := cfg.Aliases()
+	rs := &cfg.Router
+	for i, item := range n.Content {
+		where := fmt.Sprintf("router_settings.routes[%d]", i)
+		fields, err := p.mapping(item, where, []string{"kind", "to"})
+		if err != nil {
+			return err
+		}
+		var name, to string
+		kv, ok := fields["kind"]
+		if !ok {
+			return p.errorf(item, "%s: kind is missing: write one of %s", where, strings.Join(kind.Names(), ", "))
+		}
+		if err := p.decode(kv, where+".kind", "a kind", &name); err != nil {
+			return err
+		}
+		k, ok := kind.Parse(name)
+		if !ok {
+			return p.errorf(kv, "%s.kind is %q: write one of %s", where, name, strings.Join(kind.Names(), ", "))
+		}
+		tv, ok := fields["to"]
+		if !ok {
+			return p.errorf(item, "%s: to is missing: write the model_name that serves %s requests", where, name)
+		}
+		if err := p.decode(tv, where+".to", "a model_name", &to); err != nil {
+			return err
+		}
+		if !slices.Contains(aliases, to) {
+			return p.errorf(tv, "%s.to: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s", where, to, strings.Join(aliases, ", "), to)
+		}
+		switch {
+		case k == kind.LongContext && rs.LongContextTokens == 0:
+			return p.errorf(kv, "%s: kind long_context needs router_settings.long_context_tokens, the estimated prompt size above which a request is long_context", where)
+		case k == kind.Background && len(rs.BackgroundModels) == 0:
+			return p.errorf(kv, "%s: kind background needs router_settings.background_models, the client's small/fast models (e.g. [claude-haiku-*])", where)
+		}
+		rs.Routes = append(rs.Routes, KindRoute{Kind: k, To: to})
 	}
 	return nil
 }
@@ -574,6 +706,11 @@ func (p *parser) optionalParams(params map[string]*yaml.Node, where string, r *R
 			return p.errorf(v, "%s.server is %q: write one of %s (leave it out to discover it from the backend)", where, v.Value, strings.Join(Servers, ", "))
 		}
 		r.Server = Servers[i]
+	}
+	if v, ok := params["vision_fallback"]; ok {
+		if err := p.decode(v, where+".vision_fallback", "a model_name", &r.VisionFallback); err != nil {
+			return err
+		}
 	}
 	for _, d := range []struct {
 		key string
