@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dragoman-dev/dragoman/proxy/kind"
 )
 
 // Endpoint label values.
@@ -95,9 +97,12 @@ type Setup struct {
 
 // BackendLoad is a backend's state and load at a scrape.
 type BackendLoad struct {
-	Backend          string
-	Up               bool
-	InFlight, Queued int
+	Backend  string
+	Up       bool
+	InFlight int
+	// QueuedByKind counts the queued requests by priority (main, subagent,
+	// background, warmer); nil: none queued.
+	QueuedByKind map[string]int
 }
 
 // Metrics holds the proxy's families. A nil *Metrics is off: every method
@@ -136,8 +141,8 @@ func New(s Setup) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_requests_total",
-			Help: "API requests served, by endpoint, model alias, backend, key (the per-user key's name; master for the proxy's own), HTTP status sent and error type (none when it succeeded).",
-		}, []string{"endpoint", "alias", "backend", "key", "status", "error_type"}),
+			Help: "API requests served, by endpoint, model alias, backend, key (the per-user key's name; master for the proxy's own), HTTP status sent, error type (none when it succeeded) and kind (main, subagent, background, warmer, or the kind of the router_settings.routes entry that routed it).",
+		}, []string{"endpoint", "alias", "backend", "key", "status", "error_type", "kind"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dragoman_request_duration_seconds",
 			Help:    "Time from the request's arrival to the end of its answer (the whole stream for a stream).",
@@ -261,12 +266,13 @@ type Request struct {
 	Usage      Usage         // zero when the backend reported none
 	Pings      int
 	Disconnect bool // the client went away before the end
+	Kind       kind.Kind
 }
 
 // routeSeries are the children of one route (endpoint, alias, backend),
 // looked up once per route: its latencies, tokens, and its requests
-// counter of success (status 200, error_type none), the outcome of nearly
-// every request.
+// counter of success (status 200, error_type none) of main requests, the
+// outcome of nearly every request.
 type routeSeries struct {
 	ok                               prometheus.Counter
 	duration, ttft, rate             prometheus.Observer
@@ -279,11 +285,12 @@ type countKey struct {
 	seriesKey
 	status    int
 	errorType string
+	kind      kind.Kind
 }
 
 func (m *Metrics) newRouteSeries(k seriesKey) *routeSeries {
 	return &routeSeries{
-		ok:        m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, "200", ErrorNone),
+		ok:        m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, "200", ErrorNone, kind.Main.String()),
 		duration:  m.duration.WithLabelValues(k.endpoint, k.alias, k.backend),
 		ttft:      m.ttft.WithLabelValues(k.endpoint, k.alias, k.backend),
 		rate:      m.rate.WithLabelValues(k.alias, k.backend),
@@ -311,7 +318,7 @@ func (m *Metrics) routeSeries(k seriesKey) *routeSeries {
 func (m *Metrics) count(k countKey) {
 	c, ok := m.counts.Load(k)
 	if !ok {
-		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, strconv.Itoa(k.status), k.errorType))
+		c, _ = m.counts.LoadOrStore(k, m.requests.WithLabelValues(k.endpoint, k.alias, k.backend, k.key, strconv.Itoa(k.status), k.errorType, k.kind.String()))
 	}
 	c.(prometheus.Counter).Inc()
 }
@@ -335,14 +342,14 @@ func (m *Metrics) Observe(r *Request) {
 		known(m.endpointDisconnects, r.Endpoint, func() prometheus.Counter { return m.disconnects.WithLabelValues(r.Endpoint) }).Inc()
 	}
 	if r.Backend == Unknown {
-		m.count(countKey{k, r.Status, r.ErrorType})
+		m.count(countKey{k, r.Status, r.ErrorType, r.Kind})
 		return // refused before a backend was chosen: no latency of its
 	}
 	s := m.routeSeries(k)
-	if r.Status == http.StatusOK && r.ErrorType == ErrorNone {
+	if r.Status == http.StatusOK && r.ErrorType == ErrorNone && r.Kind == kind.Main {
 		s.ok.Inc()
 	} else {
-		m.count(countKey{k, r.Status, r.ErrorType})
+		m.count(countKey{k, r.Status, r.ErrorType, r.Kind})
 	}
 	s.duration.Observe(r.Duration.Seconds())
 	if r.FirstToken > 0 {
@@ -421,7 +428,7 @@ func newLoadCollector(s Setup) *loadCollector {
 		load:     load,
 		up:       prometheus.NewDesc("dragoman_backend_up", "1 when the backend is healthy and takes requests, 0 when it is out (cooling down or being probed).", []string{"backend"}, nil),
 		inflight: prometheus.NewDesc("dragoman_inflight_requests", "Requests being served by the backend now.", []string{"backend"}, nil),
-		queued:   prometheus.NewDesc("dragoman_queued_requests", "Requests waiting in the proxy for a free slot of the backend (proxy_params.max_parallel_requests).", []string{"backend"}, nil),
+		queued:   prometheus.NewDesc("dragoman_queued_requests", "Requests waiting in the proxy for a free slot of the backend (proxy_params.max_parallel_requests), by the kind that orders the queue (main, subagent, background, warmer).", []string{"backend", "kind"}, nil),
 	}
 }
 
@@ -439,6 +446,9 @@ func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, b.Backend)
 		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(b.InFlight), b.Backend)
-		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(b.Queued), b.Backend)
+		for p := range kind.Priorities {
+			name := p.String()
+			ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(b.QueuedByKind[name]), b.Backend, name)
+		}
 	}
 }

@@ -36,7 +36,7 @@ func TestMetricsCountTokensBackend(t *testing.T) {
 				got[k] = v
 			}
 		}
-		key := "endpoint=count_tokens,alias=local-model,backend=" + want + ",status=200,error_type=none"
+		key := "endpoint=count_tokens,alias=local-model,backend=" + want + ",status=200,error_type=none,kind=main"
 		if len(got) != 1 || got[key] != 1 {
 			t.Errorf("tokenize=%v: count_tokens requests %v, want {%s: 1}", tokenize, got, key)
 		}

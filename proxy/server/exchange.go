@@ -11,6 +11,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
+	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -67,6 +68,13 @@ type exchange struct {
 	// receives (nativeHeaders).
 	native translation
 	header http.Header
+	// client is the client's request headers, for its kind.
+	client http.Header
+	// kinds are the request's kinds (package kind), set at its first
+	// resolve; routed is the kind whose router_settings.routes entry sent
+	// it to its pool, Main when none did.
+	kinds  reqkind.Set
+	routed reqkind.Kind
 	// req.Body goes with the attempt that sends it (upstream lets it go
 	// once sent): a retry translates the body again.
 	req   translate.BackendRequest
@@ -87,17 +95,21 @@ func (x *exchange) resolve(alias string) (translate.Target, error) {
 	if x.lease != nil {
 		return x.route.target, nil
 	}
-	pool := x.s.poolOf(alias)
+	pool, kinds, routed := x.s.poolFor(x.client, alias, x.body)
+	x.kinds = kinds
 	if pool == "" {
 		return translate.Target{}, &unknownAlias{alias: alias, known: x.s.cfg.Aliases()}
 	}
-	x.alias, x.pool = alias, pool
+	x.alias, x.pool, x.routed = alias, pool, routed
+	if x.obs != nil {
+		x.obs.kind = x.kind()
+	}
 	if x.key != nil {
 		if err := x.s.gate.Admit(x.ctx, x.key, pool, alias); err != nil {
 			return translate.Target{}, err
 		}
 	}
-	lease, err := x.s.bal.Acquire(x.ctx, balance.Request{Alias: pool, Session: x.session})
+	lease, err := x.s.bal.Acquire(x.ctx, balance.Request{Alias: pool, Session: x.session, Priority: x.kinds.Priority()})
 	if err != nil {
 		return translate.Target{}, err
 	}
@@ -190,7 +202,7 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 		}
 		x.tried = append(x.tried, backend)
 		s.metrics.Retried(backend.Name, retryReason(ue))
-		lease, aerr := s.bal.Acquire(x.ctx, balance.Request{Alias: x.pool, Session: x.session, Tried: x.tried, Retry: retryReason(ue)})
+		lease, aerr := s.bal.Acquire(x.ctx, balance.Request{Alias: x.pool, Session: x.session, Tried: x.tried, Retry: retryReason(ue), Priority: x.kinds.Priority()})
 		if aerr != nil {
 			if x.ctx.Err() != nil {
 				return nil, err
@@ -293,7 +305,7 @@ func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, tr
 }
 
 func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBody, native translation) *exchange {
-	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), translate: translateBody, obs: observed(w), key: keyOf(w)}
+	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), client: r.Header, translate: translateBody, obs: observed(w), key: keyOf(w)}
 	if native != nil && s.native {
 		x.native, x.header = native, r.Header
 	}
@@ -329,4 +341,28 @@ func balanceProblem(err error) (problem, bool) {
 		return problemf(rateLimited, "%s", qt.Error()), true
 	}
 	return problem{}, false
+}
+
+// kind is the request's kind for the metrics: the kind of the route that
+// sent it to its pool, else its origin (main, subagent, background,
+// warmer).
+func (x *exchange) kind() reqkind.Kind {
+	if x.routed != reqkind.Main {
+		return x.routed
+	}
+	return x.kinds.Origin()
+}
+
+// poolFor is the pool a request for model goes to, with the request's
+// kinds: the pool of the first router_settings.routes entry whose kind
+// the request is (routed is that kind; Main when none), else poolOf's.
+// The body tells the content kinds when a route needs them.
+func (s *Server) poolFor(h http.Header, model string, body []byte) (pool string, kinds reqkind.Set, routed reqkind.Kind) {
+	kinds = reqkind.Of(reqkind.Request{Header: h, Model: model, Body: body}, s.kindRules)
+	for _, r := range s.cfg.Router.Routes {
+		if kinds.Has(r.Kind) {
+			return r.To, kinds, r.Kind
+		}
+	}
+	return s.poolOf(model), kinds, reqkind.Main
 }

@@ -305,7 +305,8 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	}
 	n, source := 0, "estimate"
 	alias := tc.Model()
-	if first, ok := s.bal.Route(s.poolOf(alias)); ok {
+	pool, _, _ := s.poolFor(r.Header, alias, body)
+	if first, ok := s.bal.Route(pool); ok {
 		setAlias(w, alias)
 		route := newRouteInfo(alias, first)
 		count, ok := 0, false
@@ -317,7 +318,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 		}
 		if ok {
 			n, source = count, "backend"
-			noteBackend(w, s.bal.First(s.poolOf(alias)).Name)
+			noteBackend(w, s.bal.First(pool).Name)
 		}
 	}
 	if source == "estimate" {

@@ -152,12 +152,12 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	checkSeries(t, mfs, "dragoman_backend_retries_total", retries)
 	checkSeries(t, mfs, "dragoman_backend_up", map[string]float64{"backend=" + X: 0, "backend=" + Y: 1})
 	want := map[string]float64{
-		"endpoint=messages,alias=coder,backend=" + X + ",status=200,error_type=none":         3, // t0, t1, t3
-		"endpoint=messages,alias=coder,backend=" + Y + ",status=200,error_type=none":         2, // t2, t4
-		"endpoint=chat_completions,alias=coder,backend=" + X + ",status=200,error_type=none": 0,
-		"endpoint=chat_completions,alias=coder,backend=" + Y + ",status=200,error_type=none": 0,
-		"endpoint=responses,alias=coder,backend=" + X + ",status=200,error_type=none":        0,
-		"endpoint=responses,alias=coder,backend=" + Y + ",status=200,error_type=none":        0,
+		"endpoint=messages,alias=coder,backend=" + X + ",status=200,error_type=none,kind=main":         3, // t0, t1, t3
+		"endpoint=messages,alias=coder,backend=" + Y + ",status=200,error_type=none,kind=main":         2, // t2, t4
+		"endpoint=chat_completions,alias=coder,backend=" + X + ",status=200,error_type=none,kind=main": 0,
+		"endpoint=chat_completions,alias=coder,backend=" + Y + ",status=200,error_type=none,kind=main": 0,
+		"endpoint=responses,alias=coder,backend=" + X + ",status=200,error_type=none,kind=main":        0,
+		"endpoint=responses,alias=coder,backend=" + Y + ",status=200,error_type=none,kind=main":        0,
 	}
 	checkSeries(t, mfs, "dragoman_requests_total", want)
 	if !t.Failed() {
@@ -193,7 +193,7 @@ func TestMetricsRetryOn503(t *testing.T) {
 		"backend=loading,reason=unreachable": 0, "backend=loading,reason=timeout": 0, "backend=loading,reason=status_502": 0, "backend=loading,reason=status_503": float64(n), "backend=loading,reason=max_tokens": 0,
 		"backend=good,reason=unreachable": 0, "backend=good,reason=timeout": 0, "backend=good,reason=status_502": 0, "backend=good,reason=status_503": 0, "backend=good,reason=max_tokens": 0,
 	})
-	if got := series(mfs, "dragoman_requests_total")["endpoint=chat_completions,alias=coder,backend=good,status=200,error_type=none"]; got != float64(sent) {
+	if got := series(mfs, "dragoman_requests_total")["endpoint=chat_completions,alias=coder,backend=good,status=200,error_type=none,kind=main"]; got != float64(sent) {
 		t.Errorf("requests served by good: %v, want all %d", got, sent)
 	}
 	t.Logf("%d requests, %d answered 503 by one backend and retried: dragoman_backend_retries_total{backend=\"loading\",reason=\"status_503\"} = %d", sent, n, n)
@@ -226,7 +226,7 @@ func TestMetricsQueueWait(t *testing.T) {
 	}()
 	gauges := func() (float64, float64) {
 		mfs := scrape(t, h.proxy.URL)
-		return series(mfs, "dragoman_queued_requests")["backend=single"], series(mfs, "dragoman_inflight_requests")["backend=single"]
+		return series(mfs, "dragoman_queued_requests")["backend=single,kind=main"], series(mfs, "dragoman_inflight_requests")["backend=single"]
 	}
 	var q, in float64
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -245,7 +245,7 @@ func TestMetricsQueueWait(t *testing.T) {
 	}
 	mfs := scrape(t, h.proxy.URL)
 	checkSeries(t, mfs, "dragoman_queue_wait_seconds", map[string]float64{"backend=single": 1})
-	checkSeries(t, mfs, "dragoman_queued_requests", map[string]float64{"backend=single": 0})
+	checkSeries(t, mfs, "dragoman_queued_requests", map[string]float64{"backend=single,kind=main": 0, "backend=single,kind=subagent": 0, "backend=single,kind=background": 0, "backend=single,kind=warmer": 0})
 	checkSeries(t, mfs, "dragoman_inflight_requests", map[string]float64{"backend=single": 0})
 	wait := mfs["dragoman_queue_wait_seconds"].Metric[0].Histogram.GetSampleSum()
 	if wait <= 0 || wait > 5 {

@@ -210,20 +210,20 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 	resp.Body.Close()
 
 	want := map[string]float64{
-		"endpoint=messages,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none":              1,
-		"endpoint=messages,alias=unknown,backend=unknown,status=404,error_type=not_found":                   1,
-		"endpoint=messages,alias=loading-model,backend=" + B + ",status=529,error_type=overloaded":          1,
-		"endpoint=chat_completions,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none":      1,
-		"endpoint=messages,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=client_disconnect": 1,
+		"endpoint=messages,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none,kind=main":              1,
+		"endpoint=messages,alias=unknown,backend=unknown,status=404,error_type=not_found,kind=main":                   1,
+		"endpoint=messages,alias=loading-model,backend=" + B + ",status=529,error_type=overloaded,kind=main":          1,
+		"endpoint=chat_completions,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none,kind=main":      1,
+		"endpoint=messages,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=client_disconnect,kind=main": 1,
 		// Exported at 0 from start-up.
-		"endpoint=messages,alias=loading-model,backend=" + B + ",status=200,error_type=none":         0,
-		"endpoint=chat_completions,alias=loading-model,backend=" + B + ",status=200,error_type=none": 0,
-		"endpoint=responses,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none":      0,
-		"endpoint=responses,alias=loading-model,backend=" + B + ",status=200,error_type=none":        0,
+		"endpoint=messages,alias=loading-model,backend=" + B + ",status=200,error_type=none,kind=main":         0,
+		"endpoint=chat_completions,alias=loading-model,backend=" + B + ",status=200,error_type=none,kind=main": 0,
+		"endpoint=responses,alias=claude-opus-5-5,backend=" + S + ",status=200,error_type=none,kind=main":      0,
+		"endpoint=responses,alias=loading-model,backend=" + B + ",status=200,error_type=none,kind=main":        0,
 	}
 	// The hang-up is reported when the proxy notices it: wait for it.
 	deadline := time.Now().Add(10 * time.Second)
-	for series(scrape(t, h.proxy.URL), "dragoman_requests_total")["endpoint=messages,alias=claude-opus-5-5,backend="+S+",status=200,error_type=client_disconnect"] != 1 {
+	for series(scrape(t, h.proxy.URL), "dragoman_requests_total")["endpoint=messages,alias=claude-opus-5-5,backend="+S+",status=200,error_type=client_disconnect,kind=main"] != 1 {
 		if time.Now().After(deadline) {
 			break
 		}

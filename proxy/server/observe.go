@@ -8,6 +8,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
+	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
@@ -20,6 +21,7 @@ import (
 type observation struct {
 	endpoint   string
 	start      time.Time
+	kind       reqkind.Kind // the request's kind, for the kind label
 	backend    string
 	errorType  string
 	stream     bool
@@ -61,7 +63,7 @@ func BackendLoad(bal *balance.Balancer) func() []metrics.BackendLoad {
 		snap := bal.Snapshot()
 		out := make([]metrics.BackendLoad, len(snap))
 		for i, b := range snap {
-			out[i] = metrics.BackendLoad{Backend: b.Name, Up: b.State == balance.Healthy.String(), InFlight: b.InFlight, Queued: b.Queued}
+			out[i] = metrics.BackendLoad{Backend: b.Name, Up: b.State == balance.Healthy.String(), InFlight: b.InFlight, QueuedByKind: b.QueuedByKind}
 		}
 		return out
 	}
@@ -256,7 +258,7 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 	}
 	s.metrics.Observe(&metrics.Request{
 		Endpoint: o.endpoint, Alias: alias, Backend: backend, Key: keyName, Status: status, ErrorType: errType,
-		Duration: elapsed, FirstToken: o.firstToken, Usage: usage, Pings: o.pings, Disconnect: disconnect,
+		Duration: elapsed, FirstToken: o.firstToken, Usage: usage, Pings: o.pings, Disconnect: disconnect, Kind: o.kind,
 	})
 	if o.trace != nil {
 		out := tracing.Outcome{Alias: rec.alias, Backend: o.backend, Status: status, ErrorType: errType,

@@ -24,6 +24,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
+	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
@@ -85,6 +86,8 @@ type Server struct {
 	knownMu sync.RWMutex
 	known   map[backendModel]discover.Info // what discovery learnt
 
+	kindRules reqkind.Rules // what a request's kind is read from
+
 	aliasNames []string       // the model_names, each once, in file order
 	aliases    *alias.Matcher // matches a requested model to one of aliasNames
 	seen       seenModels     // models clients asked for that a pattern matched
@@ -106,6 +109,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		gate:     opts.Gate,
 	}
 	s.aliasNames = cfg.Aliases()
+	s.kindRules = cfg.Router.KindRules()
 	s.aliases = alias.New(s.aliasNames)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
