@@ -7,7 +7,8 @@
 //	vLLM, SGLang  GET /v1/models             data[].max_model_len
 //	llama.cpp     GET /props                 default_generation_settings.n_ctx, modalities.vision
 //	Ollama        GET /api/ps                models[].context_length (a loaded model's window)
-//	              POST /api/show             parameters num_ctx, model_info.<arch>.context_length, capabilities
+//	              POST /api/show             parameters num_ctx, capabilities (model_info.<arch>.context_length
+//	                                         is the model's most, not the window Ollama runs it with)
 //	LM Studio     GET /api/v1/models         loaded_instances[].config.context_length, max_context_length, capabilities.vision
 //	              GET /api/v0/models         loaded_context_length, max_context_length, type vlm
 //
@@ -59,6 +60,28 @@ func abilityOf(b bool) Ability {
 		return Yes
 	}
 	return No
+}
+
+// Window sources of an Ollama model.
+const (
+	SourceOllamaPS        = "GET /api/ps context_length"
+	SourceOllamaPSKept    = "GET /api/ps context_length, kept since the model was unloaded"
+	SourceOllamaNotLoaded = "unknown: the model is not loaded and sets no num_ctx (GET /api/ps tells the window once it is)"
+)
+
+// Keep is what a new probe of a backend model found, with what it can no
+// longer see kept from the one before: an Ollama model's window read from
+// /api/ps while it was loaded stays its window after the keep-alive
+// unloads it (Ollama loads it again with the same context), instead of
+// falling back to unknown.
+func Keep(before, now Info) Info {
+	if now.Server != Ollama || before.Server != Ollama || before.ContextWindow == 0 {
+		return now
+	}
+	if now.WindowSource == SourceOllamaNotLoaded && (before.WindowSource == SourceOllamaPS || before.WindowSource == SourceOllamaPSKept) {
+		now.ContextWindow, now.WindowSource = before.ContextWindow, SourceOllamaPSKept
+	}
+	return now
 }
 
 // Info is what a backend told about itself and one of its models.

@@ -144,6 +144,8 @@ func TestProbeEachServer(t *testing.T) {
 			Info{Server: LlamaCpp, ContextWindow: 8192, WindowSource: "GET /props default_generation_settings.n_ctx", Vision: No}},
 		{"Ollama loaded", "qwen3-coder:30b", map[string]string{"GET /v1/models": "ollama-models.json", "POST /api/show": "ollama-show.json", "GET /api/ps": "ollama-ps.json"},
 			Info{Server: Ollama, ContextWindow: 16384, WindowSource: "GET /api/ps context_length", Vision: No}},
+		{"Ollama not loaded", "qwen2.5vl:7b", map[string]string{"GET /v1/models": "ollama-models.json", "POST /api/show": "ollama-show-vision.json"},
+			Info{Server: Ollama, WindowSource: SourceOllamaNotLoaded, Vision: Yes}},
 		{"Ollama num_ctx", "qwen3-coder:30b", map[string]string{"GET /v1/models": "ollama-models.json", "POST /api/show": "ollama-show.json"},
 			Info{Server: Ollama, ContextWindow: 32768, WindowSource: "POST /api/show parameters num_ctx", Vision: No}},
 		{"LM Studio v1", "qwen/qwen3-coder-30b", map[string]string{"GET /v1/models": "lmstudio-openai-models.json", "GET /api/v1/models": "lmstudio-v1-models.json"},
@@ -180,5 +182,31 @@ func TestProbeFailures(t *testing.T) {
 	srv.Close()
 	if _, err := Probe(context.Background(), nil, srv.URL+"/v1", "sk-b", "m"); err == nil || errors.As(err, &he) {
 		t.Errorf("down backend: %v", err)
+	}
+}
+
+// TestKeepOllamaWindowAfterUnload: the window read from /api/ps while
+// the model was loaded stays after the keep-alive unloads it, through
+// every later round; it never becomes model_info's maximum.
+func TestKeepOllamaWindowAfterUnload(t *testing.T) {
+	loaded := Info{Server: Ollama, ContextWindow: 4096, WindowSource: SourceOllamaPS}
+	unloaded := Info{Server: Ollama, WindowSource: SourceOllamaNotLoaded}
+	kept := Keep(loaded, unloaded)
+	if kept.ContextWindow != 4096 || kept.WindowSource != SourceOllamaPSKept {
+		t.Fatalf("after the unload: %+v", kept)
+	}
+	if again := Keep(kept, unloaded); !reflect.DeepEqual(again, kept) {
+		t.Errorf("a second round: %+v", again)
+	}
+	reloaded := Info{Server: Ollama, ContextWindow: 8192, WindowSource: SourceOllamaPS}
+	if got := Keep(kept, reloaded); !reflect.DeepEqual(got, reloaded) {
+		t.Errorf("loaded again with another context: %+v", got)
+	}
+	if got := Keep(Info{}, unloaded); !reflect.DeepEqual(got, unloaded) {
+		t.Errorf("never seen loaded: %+v", got)
+	}
+	other := Info{Server: VLLM, ContextWindow: 0}
+	if got := Keep(loaded, other); !reflect.DeepEqual(got, other) {
+		t.Errorf("another server: %+v", got)
 	}
 }

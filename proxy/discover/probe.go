@@ -139,16 +139,21 @@ func (p *prober) ollama(info *Info) bool {
 		return false
 	}
 	info.Server, info.Vision = Ollama, show.Vision
-	switch {
-	case show.NumCtx > 0:
+	// The window is what Ollama loads the model with: its Modelfile's
+	// num_ctx, else the server's default (OLLAMA_CONTEXT_LENGTH), which
+	// only /api/ps tells, once the model is loaded. model_info's
+	// context_length is the most the model can hold, not what Ollama
+	// gives it: a prompt over the loaded window is cut, not refused, so a
+	// window read from it would let such prompts through.
+	if show.NumCtx > 0 {
 		info.ContextWindow, info.WindowSource = show.NumCtx, "POST /api/show parameters num_ctx"
-	case show.Trained > 0:
-		info.ContextWindow, info.WindowSource = show.Trained, "POST /api/show model_info context_length (the model's most; Ollama may run it with less)"
+	} else {
+		info.WindowSource = SourceOllamaNotLoaded
 	}
 	// A loaded model's window is what it runs with now.
 	if body, err := p.do(http.MethodGet, p.root+"/api/ps", "/api/ps", nil); err == nil {
 		if window, found, err := ParseOllamaPS(body, p.model); err == nil && found {
-			info.ContextWindow, info.WindowSource = window, "GET /api/ps context_length"
+			info.ContextWindow, info.WindowSource = window, SourceOllamaPS
 		}
 	}
 	return true

@@ -69,6 +69,7 @@ func (s *Server) Discover(ctx context.Context) {
 			}
 			s.knownMu.Lock()
 			before, seen := s.known[key]
+			info = discover.Keep(before, info)
 			s.known[key] = info
 			s.knownMu.Unlock()
 			// Logged when it changes; every round repeats it at debug level.

@@ -267,9 +267,9 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 		}
 	}
 	if x.native != nil && x.lease != nil && x.route.Protocol == config.ProtocolMessages {
-		return x.fitted(x.native(body, x.resolve))
+		return x.inWindow(x.fitted(x.native(body, x.resolve)))
 	}
-	return x.fitted(x.translate(body, x.resolve))
+	return x.inWindow(x.fitted(x.translate(body, x.resolve)))
 }
 
 func (x *exchange) call() upstream.Call {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
@@ -58,4 +59,30 @@ func (x *exchange) refit(err error) bool {
 	x.s.log.Info("backend refused the output asked for beside the prompt; sent again with what fits",
 		"model", x.alias, "backend", x.lease.Backend.Name, "prompt_tokens", prompt, "context_window", o.Maximum, "max_tokens", n)
 	return true
+}
+
+// inWindow refuses a translated request whose prompt cannot fit the
+// window of the backend held (configured or discovered), whatever the
+// client's format and the backend's kind, before it is sent: some servers
+// (Ollama) cut such a prompt silently, keeping its first tokens and its
+// tail (the system prompt and the tools are what goes), and answer 200
+// from what is left. The prompt is the translation's estimate of it (a
+// Chat backend's body), or the estimate of the Messages body a Messages
+// backend (vendora/) gets.
+func (x *exchange) inWindow(req translate.BackendRequest, err error) (translate.BackendRequest, error) {
+	w := x.route.window
+	if err != nil || w <= 0 || x.lease == nil {
+		return req, err
+	}
+	prompt := req.InputTokens
+	if x.route.Protocol == config.ProtocolMessages {
+		if n, cerr := translate.CountTokens(req.Body); cerr == nil {
+			prompt = n
+		}
+	}
+	if prompt >= w {
+		bufpool.Put(req.Body)
+		return translate.BackendRequest{}, &translate.ContextOverflowError{Tokens: prompt, Window: w}
+	}
+	return req, nil
 }
