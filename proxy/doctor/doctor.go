@@ -39,6 +39,7 @@ const (
 	Warn Status = "warn"
 	Fail Status = "fail"
 	Skip Status = "skip" // not run: an earlier check failed
+	Info Status = "info" // what to know, with how to change it in Fix; neither a warning nor a failure
 )
 
 // Check names, in the order they run.
@@ -82,6 +83,9 @@ type Report struct {
 	Failures int       `json:"failures"`
 	Warnings int       `json:"warnings"`
 	Backends []Backend `json:"backends"`
+	// Clients are the checks of what the coding clients need beside the
+	// backends (web search, WebFetch).
+	Clients []Result `json:"clients"`
 }
 
 // Options tune a run.
@@ -131,8 +135,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 		}(&rep.Backends[i], routes[i])
 	}
 	wg.Wait()
-	for _, b := range rep.Backends {
-		for _, r := range b.Results {
+	rep.Clients = clientChecks(ctx, cfg, opts.Timeout)
+	count := func(results []Result) {
+		for _, r := range results {
 			switch r.Status {
 			case Fail:
 				rep.Failures++
@@ -141,6 +146,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 			}
 		}
 	}
+	for _, b := range rep.Backends {
+		count(b.Results)
+	}
+	count(rep.Clients)
 	rep.OK = rep.Failures == 0
 	return rep
 }

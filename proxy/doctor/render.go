@@ -21,14 +21,11 @@ func WriteText(w io.Writer, rep Report) error {
 			server = " (" + be.Server + ")"
 		}
 		fmt.Fprintf(&b, "\n%s -> %s at %s%s\n", strings.Join(be.Aliases, ", "), be.Model, be.APIBase, server)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, r := range be.Results {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark(r.Status), r.Check, r.Detail)
-			if r.Fix != "" && (r.Status == Fail || r.Status == Warn) {
-				fmt.Fprintf(tw, "  \t\tfix: %s\n", r.Fix)
-			}
-		}
-		tw.Flush()
+		writeResults(&b, be.Results)
+	}
+	if len(rep.Clients) > 0 {
+		b.WriteString("\nclients\n")
+		writeResults(&b, rep.Clients)
 	}
 	switch {
 	case rep.OK && rep.Warnings == 0:
@@ -42,6 +39,22 @@ func WriteText(w io.Writer, rep Report) error {
 	return err
 }
 
+// writeResults writes one line per check, each failure and warning
+// followed by its fix, each info by its note.
+func writeResults(b *strings.Builder, results []Result) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, r := range results {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark(r.Status), r.Check, r.Detail)
+		switch {
+		case r.Fix != "" && (r.Status == Fail || r.Status == Warn):
+			fmt.Fprintf(tw, "  \t\tfix: %s\n", r.Fix)
+		case r.Fix != "" && r.Status == Info:
+			fmt.Fprintf(tw, "  \t\tnote: %s\n", r.Fix)
+		}
+	}
+	tw.Flush()
+}
+
 func mark(s Status) string {
 	switch s {
 	case OK:
@@ -50,6 +63,8 @@ func mark(s Status) string {
 		return "WARN"
 	case Fail:
 		return "FAIL"
+	case Info:
+		return "info"
 	}
 	return "-"
 }

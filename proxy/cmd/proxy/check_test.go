@@ -146,3 +146,44 @@ func TestCheckNeverPrintsTheBackendKey(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, text)
 	}
 }
+
+func clientResult(rep doctor.Report, check string) doctor.Result {
+	for _, r := range rep.Clients {
+		if r.Check == check {
+			return r
+		}
+	}
+	return doctor.Result{}
+}
+
+// TestCheckWebSearch: proxy check says web search is off and how to turn
+// it on; on, it probes the provider (the stub answers as SearXNG) and
+// fails with the fix when the provider does not answer; it always says
+// what Claude Code's WebFetch needs behind a gateway.
+func TestCheckWebSearch(t *testing.T) {
+	url := serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder"}))
+	off := checkConfig(t, url, "qwen3-coder", "sk-b")
+	code, text, rep := runCheck(t, "--config", off)
+	r := clientResult(rep, doctor.CheckWebSearch)
+	if code != 0 || r.Status != doctor.Info || !strings.Contains(r.Detail, "off") || !strings.Contains(r.Fix, "search_settings") {
+		t.Errorf("off: exit %d, %+v\n%s", code, r, text)
+	}
+	if !strings.Contains(text, "web_search") || !strings.Contains(text, "note: add search_settings") {
+		t.Errorf("the table does not say how to turn web search on:\n%s", text)
+	}
+	if f := clientResult(rep, doctor.CheckWebFetch); f.Status != doctor.Info || !strings.Contains(f.Fix, `"skipWebFetchPreflight": true`) {
+		t.Errorf("web_fetch = %+v", f)
+	}
+	root := strings.TrimSuffix(url, "/v1")
+	on, _ := os.ReadFile(off)
+	_, _, rep = runCheck(t, "--config", writeFile(t, "on.yaml", string(on)+"search_settings:\n  provider: searxng\n  api_base: "+root+"\n"))
+	if r := clientResult(rep, doctor.CheckWebSearch); r.Status != doctor.OK || !strings.Contains(r.Detail, "2 result(s)") {
+		t.Errorf("on: %+v", r)
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	code, _, rep = runCheck(t, "--config", writeFile(t, "down.yaml", string(on)+"search_settings:\n  provider: searxng\n  api_base: "+down.URL+"\n"))
+	if r := clientResult(rep, doctor.CheckWebSearch); code != 1 || r.Status != doctor.Fail || !strings.Contains(r.Fix, "format=json") {
+		t.Errorf("down: exit %d, %+v", code, r)
+	}
+}
