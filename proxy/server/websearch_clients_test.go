@@ -15,8 +15,8 @@ import (
 // proxy to the stub backend and its search (the scenario run by hand with
 // the real clients in the README).
 
-// kindBody is the body of a recorded request of fixtures/kinds, decoded.
-func kindBody(t *testing.T, name string) (map[string]any, []string) {
+// recordedKind is the body of a recorded request of fixtures/kinds, decoded.
+func recordedKind(t *testing.T, name string) (map[string]any, []string) {
 	t.Helper()
 	c, err := fixtures.KindCapture(name)
 	if err != nil {
@@ -85,7 +85,7 @@ func streamedMessage(t *testing.T, h *harness, body map[string]any, header []str
 // once, and its answer carries the stub's result.
 func TestClaudeCodeWebSearchScenario(t *testing.T) {
 	h := newHarness(t, harnessOptions{search: "searxng"})
-	main, header := kindBody(t, "claude-code-main.json")
+	main, header := recordedKind(t, "claude-code-main.json")
 	main["model"] = "claude-opus-5-5"
 	// The user's prompt is the last block of the first turn (the client
 	// ends the messages with a system turn of its own).
@@ -160,7 +160,7 @@ func TestClaudeCodeWebSearchScenario(t *testing.T) {
 // carries the stub's result.
 func TestCodexWebSearchScenario(t *testing.T) {
 	h := newHarness(t, harnessOptions{search: "searxng"})
-	body, header := kindBody(t, "codex-turn.json")
+	body, header := recordedKind(t, "codex-turn.json")
 	body["model"] = "local-model"
 	input := body["input"].([]any)
 	input[len(input)-1] = map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "stub:search dragoman proxy"}}}
