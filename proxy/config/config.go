@@ -317,6 +317,8 @@ func (p *parser) visionFallbacks(list *yaml.Node, cfg *Config) error {
 			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, r.VisionFallback)
 		case !slices.Contains(aliases, r.VisionFallback):
 			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
+		case slices.ContainsFunc(cfg.Pool(r.VisionFallback), func(f Route) bool { return f.Protocol != ProtocolChat }):
+			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q has a vendora/ backend; the descriptions are asked in the Chat format: name a model_name whose backends are vendorb/", i, r.VisionFallback)
 		}
 	}
 	return nil

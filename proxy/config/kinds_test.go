@@ -77,10 +77,24 @@ func TestRouterKindSettingsErrors(t *testing.T) {
 	for _, c := range []struct{ from, want string }{
 		{"vision_fallback: big", `vision_fallback is "big", the entry's own model_name`},
 		{"vision_fallback: nowhere", `vision_fallback: "nowhere" is not in model_list`},
+		{"vision_fallback: small", ""},
 	} {
 		_, err := Parse("c.yaml", []byte(strings.Replace(kindsBase, "vision_fallback: eyes", c.from, 1)), allSet)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.from, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want it to say %q", c.from, err, c.want)
 		}
+	}
+}
+
+func TestVisionFallbackMustSpeakChat(t *testing.T) {
+	_, err := Parse("c.yaml", []byte(strings.Replace(kindsBase, "model: vendorb/vl", "model: vendora/vl", 1)), allSet)
+	if err == nil || !strings.Contains(err.Error(), `vision_fallback: "eyes" has a vendora/ backend`) {
+		t.Errorf("err %v", err)
 	}
 }

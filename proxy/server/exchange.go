@@ -187,14 +187,9 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			attempt-- // not one of num_retries
 			continue
 		}
-		res := balance.Failed
+		res := backendResult(err)
 		var ue *upstream.Error
-		if errors.As(err, &ue) && (ue.Kind == upstream.Canceled || (ue.Kind == upstream.Status && ue.Status < 500)) {
-			res = balance.Succeeded // the backend is alive; the request is the matter
-			if ue.Kind == upstream.Canceled {
-				res = balance.Abandoned
-			}
-		}
+		errors.As(err, &ue)
 		backend := x.lease.Backend
 		x.done(res, err)
 		if !upstream.Retryable(err) || attempt >= retries {
@@ -316,6 +311,7 @@ func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBo
 // of x (chosen then, or before), answering the client itself when it
 // cannot.
 func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, x *exchange, body []byte) (*exchange, bool) {
+	body = s.describeImages(w, r, body)
 	x.body = body
 	req, err := x.translateBody(body)
 	if err != nil {
@@ -365,4 +361,17 @@ func (s *Server) poolFor(h http.Header, model string, body []byte) (pool string,
 		}
 	}
 	return s.poolOf(model), kinds, reqkind.Main
+}
+
+// backendResult is what a failed exchange says of the backend's health:
+// a 4xx means it is alive (the request is the matter), a cancel nothing.
+func backendResult(err error) balance.Result {
+	var ue *upstream.Error
+	if errors.As(err, &ue) && (ue.Kind == upstream.Canceled || (ue.Kind == upstream.Status && ue.Status < 500)) {
+		if ue.Kind == upstream.Canceled {
+			return balance.Abandoned
+		}
+		return balance.Succeeded
+	}
+	return balance.Failed
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
+	"github.com/dragoman-dev/dragoman/proxy/vision"
 	"github.com/dragoman-dev/dragoman/proxy/websearch"
 )
 
@@ -87,6 +88,9 @@ type Server struct {
 	known   map[backendModel]discover.Info // what discovery learnt
 
 	kindRules reqkind.Rules // what a request's kind is read from
+	// descriptions are the images the vision fallbacks described; nil
+	// when no model_list entry names a proxy_params.vision_fallback.
+	descriptions *vision.Cache
 
 	aliasNames []string       // the model_names, each once, in file order
 	aliases    *alias.Matcher // matches a requested model to one of aliasNames
@@ -110,6 +114,11 @@ func New(cfg *config.Config, opts Options) *Server {
 	}
 	s.aliasNames = cfg.Aliases()
 	s.kindRules = cfg.Router.KindRules()
+	for _, r := range cfg.Routes {
+		if r.VisionFallback != "" && s.descriptions == nil {
+			s.descriptions = vision.NewCache(maxDescriptions)
+		}
+	}
 	s.aliases = alias.New(s.aliasNames)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -222,6 +222,13 @@ type Cache struct {
 	mu      sync.Mutex
 	order   *list.List // of *entry, most recently used first
 	entries map[key]*list.Element
+	flights map[key]*flight // descriptions being made
+}
+
+type flight struct {
+	done        chan struct{}
+	description string
+	ok          bool
 }
 
 type key struct{ client, image string }
@@ -233,7 +240,38 @@ type entry struct {
 
 // NewCache returns a cache of at most max descriptions.
 func NewCache(max int) *Cache {
-	return &Cache{max: max, order: list.New(), entries: map[key]*list.Element{}}
+	return &Cache{max: max, order: list.New(), entries: map[key]*list.Element{}, flights: map[key]*flight{}}
+}
+
+// Describe returns the description of image for client: the cached one,
+// else describe's, kept when ok. Requests for an image being described
+// wait for that description rather than ask again.
+func (c *Cache) Describe(client, image string, describe func() (string, bool)) (string, bool) {
+	if d, ok := c.Get(client, image); ok {
+		return d, true
+	}
+	k := key{client, image}
+	c.mu.Lock()
+	if f, ok := c.flights[k]; ok {
+		c.mu.Unlock()
+		<-f.done
+		return f.description, f.ok
+	}
+	f := &flight{done: make(chan struct{})}
+	c.flights[k] = f
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.flights, k)
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	f.description, f.ok = describe()
+	if f.ok {
+		c.Put(client, image, f.description)
+		f.description, _ = c.Get(client, image) // as clipped
+	}
+	return f.description, f.ok
 }
 
 // Get returns the description of image for client.

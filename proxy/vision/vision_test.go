@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const png = "iVBORw0KGgo="
@@ -78,5 +81,38 @@ func TestCacheBoundAndPerClient(t *testing.T) {
 	c.Put("alice", "long", strings.Repeat("é", MaxDescription))
 	if d, _ := c.Get("alice", "long"); len(d) > MaxDescription || !strings.HasPrefix(d, "é") || strings.ContainsRune(d, '\uFFFD') {
 		t.Errorf("a long description kept %d bytes", len(d))
+	}
+}
+
+func TestDescribeOnceForConcurrentRequests(t *testing.T) {
+	c := NewCache(8)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, ok := c.Describe("alice", "img", func() (string, bool) {
+				calls.Add(1)
+				<-release
+				return "a cat", true
+			})
+			if !ok || d != "a cat" {
+				t.Errorf("got %q %v", d, ok)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("described %d times, want once", n)
+	}
+	if _, ok := c.Describe("bob", "img", func() (string, bool) { return "", false }); ok {
+		t.Error("a failed description reads as one")
+	}
+	if _, ok := c.Get("bob", "img"); ok {
+		t.Error("a failed description was kept")
 	}
 }
