@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
 
 // llamaMore is the llamaServer stand-in with what else llama-server
@@ -24,6 +26,12 @@ type llamaMore struct {
 	*llamaServer
 	countTokens bool
 	tokenizes   atomic.Int32
+	last        atomic.Value // the last text /tokenize got
+}
+
+func (lm *llamaMore) lastTokenized() (string, bool) {
+	s, ok := lm.last.Load().(string)
+	return s, ok
 }
 
 const pegNative = "The model produced output that does not match the expected peg-native format"
@@ -66,6 +74,7 @@ func (lm *llamaMore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var req map[string]any
 		json.NewDecoder(r.Body).Decode(&req)
 		content, _ := req["content"].(string)
+		lm.last.Store(content)
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		tokens := make([]int, llamaTokens(content))
 		for i := range tokens {
@@ -211,4 +220,67 @@ type errorMessage struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// TestLlamaCountTokens: count_tokens on a vendorb/ alias of llama-server
+// equals llama-server's own count. Without its native count_tokens, the
+// proxy asks /tokenize with the field llama-server reads ({"content"},
+// once discovery knows the server; vLLM's {"model","prompt"} gets
+// {"tokens":[]}, which is no count and does not make the proxy give up on
+// the tokenizer), and its answer equals /tokenize's count of the prompt's
+// text; a session's next turn has only its new messages tokenized. With
+// the native count_tokens, its answer.
+func TestLlamaCountTokens(t *testing.T) {
+	body := func(turns int) string {
+		msgs := []string{}
+		for i := 0; i < turns; i++ {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d: how many tokens is this sentence? word word word"}`, i),
+				fmt.Sprintf(`{"role":"assistant","content":"answer %d, in a few words."}`, i))
+		}
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d: how many tokens is this sentence? word word word"}`, turns))
+		return `{"model":"llama-b","system":"You are terse.","messages":[` + strings.Join(msgs, ",") +
+			`],"tools":[{"name":"get_weather","description":"get weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`
+	}
+	count := func(h *harness, b string) (int, string) {
+		resp, out := h.do(http.MethodPost, "/v1/messages/count_tokens", b, nil, false)
+		var c struct {
+			InputTokens int `json:"input_tokens"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(out, &c) != nil {
+			t.Fatalf("count_tokens: %d %s", resp.StatusCode, out)
+		}
+		return c.InputTokens, resp.Header.Get("Dragoman-Token-Count")
+	}
+
+	lm, url := newLlamaMore(t, false)
+	h := newHarness(t, harnessOptions{routesYAML: llamaRoutes(url)})
+	if _, source := count(h, body(1)); source != "estimate" {
+		t.Errorf("before discovery: %s, want the estimate (vLLM's body gets no tokens from llama-server)", source)
+	}
+	h.server.Discover(t.Context())
+	for turns := 1; turns <= 3; turns++ {
+		b := body(turns)
+		text, err := translate.BackendTokenizeText([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := lm.tokenizes.Load()
+		n, source := count(h, b)
+		if source != "backend" || n != llamaTokens(text) {
+			t.Errorf("%d turns: %d (%s), want /tokenize's count %d", turns, n, source, llamaTokens(text))
+		}
+		if got := lm.tokenizes.Load() - asked; got != 1 {
+			t.Errorf("%d turns: /tokenize asked %d times", turns, got)
+		}
+	}
+	if last, ok := lm.lastTokenized(); !ok || strings.Contains(last, "question 0") || !strings.Contains(last, "question 3") {
+		t.Errorf("the third turn tokenized %q: want only what the second did not have", last)
+	}
+
+	_, url = newLlamaMore(t, true)
+	h = newHarness(t, harnessOptions{routesYAML: llamaRoutes(url)})
+	h.server.Discover(t.Context())
+	if n, source := count(h, body(1)); source != "backend" || n != 2*llamaTokens("question 0: how many tokens is this sentence? word word word")+llamaTokens("answer 0, in a few words.")+3*7 {
+		t.Errorf("with llama-server's count_tokens: %d (%s)", n, source)
+	}
 }

@@ -1,23 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/go-json-experiment/json"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/discover"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
+	"github.com/dragoman-dev/dragoman/proxy/tokenize"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 )
@@ -308,13 +305,16 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	pool, _, _ := s.poolFor(r.Header, alias, body)
 	if first, ok := s.bal.Route(pool); ok {
 		setAlias(w, alias)
-		route := newRouteInfo(alias, first)
+		route := s.withDiscovered(newRouteInfo(alias, first))
 		count, ok := 0, false
-		if route.Protocol == config.ProtocolMessages {
+		// A Messages backend's own count_tokens, and llama-server's (it
+		// serves one beside its Chat endpoint): exact, its chat template
+		// included.
+		if route.Protocol == config.ProtocolMessages || route.server == discover.LlamaCpp {
 			count, ok = s.nativeCount(r, route, body)
 		}
 		if !ok {
-			count, ok = s.backendCount(r.Context(), route, tc)
+			count, ok = s.counter.Count(r.Context(), tokenizer(route), tc.TokenizeParts())
 		}
 		if ok {
 			n, source = count, "backend"
@@ -330,52 +330,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	w.Write([]byte(`{"input_tokens":` + strconv.Itoa(n) + "}"))
 }
 
-// backendCount asks the backend's /tokenize (vLLM's shape: at the server
-// root, {"model","prompt"} → {"count"}). A backend that has none is
-// remembered and not asked again.
-func (s *Server) backendCount(ctx context.Context, route routeInfo, tc *translate.TokenCount) (int, bool) {
-	root := strings.TrimSuffix(route.apiBase, "/v1")
-	s.tokenizeMu.Lock()
-	has, known := s.tokenize[root]
-	s.tokenizeMu.Unlock()
-	if known && !has {
-		return 0, false
-	}
-	payload, err := json.Marshal(struct {
-		Model  string `json:"model"`
-		Prompt string `json:"prompt"`
-	}{route.BackendModel, tc.TokenizeText()})
-	if err != nil {
-		return 0, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(payload))
-	if err != nil {
-		return 0, false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+route.apiKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		Count *int `json:"count"`
-	}
-	found := resp.StatusCode == http.StatusOK && json.Unmarshal(b, &out) == nil && out.Count != nil
-	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed || (resp.StatusCode == http.StatusOK && !found) {
-		s.tokenizeMu.Lock()
-		s.tokenize[root] = false
-		s.tokenizeMu.Unlock()
-	}
-	if !found {
-		return 0, false
-	}
-	s.tokenizeMu.Lock()
-	s.tokenize[root] = true
-	s.tokenizeMu.Unlock()
-	return *out.Count, true
+// tokenizer is the tokenizer of a route's backend model.
+func tokenizer(route routeInfo) tokenize.Backend {
+	return tokenize.Backend{Server: route.server, Root: strings.TrimSuffix(strings.TrimRight(route.apiBase, "/"), "/v1"), APIKey: route.apiKey, Model: route.BackendModel}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
+	"github.com/dragoman-dev/dragoman/proxy/tokenize"
 	"github.com/dragoman-dev/dragoman/proxy/tracing"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
 	"github.com/dragoman-dev/dragoman/proxy/vision"
@@ -82,7 +83,8 @@ type Server struct {
 	search  *websearch.Client // search_settings; nil: web search off
 
 	tokenizeMu sync.Mutex
-	tokenize   map[string]bool // api_base → serves /tokenize
+	tokenize   map[string]bool   // a Messages backend's count_tokens URL → served
+	counter    *tokenize.Counter // backends' /tokenize
 
 	knownMu sync.RWMutex
 	known   map[backendModel]discover.Info // what discovery learnt
@@ -107,6 +109,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		ping:     opts.PingInterval,
 		mux:      http.NewServeMux(),
 		tokenize: map[string]bool{},
+		counter:  tokenize.New(nil),
 		known:    map[backendModel]discover.Info{},
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,

@@ -403,23 +403,25 @@ func BackendTokenizeText(body []byte) (string, error) {
 }
 
 // TokenizeText renders the prompt as plain text for a backend's /tokenize
-// endpoint: the system prompt (without the billing-header block), each
-// message as "role: text" with tool calls and results written out, and the
-// tool definitions as JSON. The backend's count of it, plus a few template
-// tokens per message, is the prompt size.
+// endpoint: TokenizeParts joined.
 func (tc *TokenCount) TokenizeText() string {
+	return strings.Join(tc.TokenizeParts(), "")
+}
+
+// TokenizeParts renders the prompt as plain text for a backend's /tokenize
+// endpoint, in parts that a session's next turn repeats as they are: first
+// the system prompt (without the billing-header block) and the tool
+// definitions as JSON, then each message as "role: text" with tool calls
+// and results written out. Each part ends in a blank line, so that the
+// counts of the parts add up to the count of the whole. The backend's
+// count of it, plus a few template tokens per message, is the prompt size.
+func (tc *TokenCount) TokenizeParts() []string {
 	req := &tc.req
+	parts := make([]string, 0, len(req.Messages)+1)
 	var r textRenderer
 	if !req.System.IsZero() {
 		r.sb.WriteString("system: ")
 		walkSystem(&r, req.System)
-		r.sb.WriteString("\n\n")
-	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		r.sb.WriteString(m.Role)
-		r.sb.WriteString(": ")
-		walkContent(&r, m.Content)
 		r.sb.WriteString("\n\n")
 	}
 	for i := range req.Tools {
@@ -435,7 +437,17 @@ func (tc *TokenCount) TokenizeText() string {
 		r.sb.Write(t.InputSchema)
 		r.sb.WriteString("\n\n")
 	}
-	return r.sb.String()
+	parts = append(parts, r.sb.String())
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		r.sb.Reset()
+		r.sb.WriteString(m.Role)
+		r.sb.WriteString(": ")
+		walkContent(&r, m.Content)
+		r.sb.WriteString("\n\n")
+		parts = append(parts, r.sb.String())
+	}
+	return parts
 }
 
 // textRenderer writes out what a walk meets as plain text.

@@ -152,11 +152,13 @@ func TestBackendTokenizeText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The parts a session's next turn repeats come first: the system
+	// prompt and the tools, then each message.
 	want := "system: Be brief.\n\n" +
+		"tool Read: Reads a file.\n{\"type\":\"object\"}\n\n" +
 		"user: What is in \"a.go\"?\n\n" +
 		"assistant: \n[tool call Read] {\"path\":\"a.go\"}\n\n" +
-		"user: [tool result] package a\n\n" +
-		"tool Read: Reads a file.\n{\"type\":\"object\"}\n\n"
+		"user: [tool result] package a\n\n"
 	if got != want {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
