@@ -40,9 +40,12 @@ type WebSearchTool struct {
 	Country        string
 }
 
+// The marks a body without a web search tool lacks. Without a leading
+// quote: bytes.Index anchors on a mark's first byte, and a quote, in every
+// JSON string, would make a 54 KB body cost 50 µs instead of 1.
 var (
-	messagesSearchMark  = []byte(`"web_search_`)
-	responsesSearchMark = []byte(`"web_search`)
+	messagesSearchMark  = []byte(`web_search_`)
+	responsesSearchMark = []byte(`web_search`)
 )
 
 type userLocation struct {

@@ -186,6 +186,7 @@ func (res *results) goals() []goal {
 	g = append(g, goal{"peak RSS with 256 concurrent streams", "≤ 64 MB", mib(m.peakStreams), m.peakStreams <= 64<<20})
 	g = append(g, goal{"peak RSS idle", "≤ 20 MB", mib(m.idle), m.idle <= 20<<20})
 	g = append(g, res.metricsGoals()...)
+	g = append(g, res.searchGoal(ml))
 	if res.pool != nil {
 		g = append(g, res.pool.goal())
 	}

@@ -121,6 +121,7 @@ type results struct {
 	logging      []logResult
 	metrics      []metricsResult
 	tracingOff   inProcess
+	searchScan   inProcess // issue 31: the web search scan of a request without the tool
 	streamEvents int
 	pool         *poolResult // the pool comparison (issue 11), when it ran
 
@@ -249,6 +250,11 @@ func (r *runner) all() (*results, error) {
 	}
 	res.tracingOff = measureTracingOff()
 	progress("tracing off: its hooks cost %d ns and %d allocations per request (measured in this process)", res.tracingOff.perRequest.Nanoseconds(), res.tracingOff.allocs)
+	if res.searchScan, err = measureSearchScan(cases); err != nil {
+		progress("web search on: not measured: %v", err)
+	} else {
+		progress("web search on: a 54 KB request without its tool costs %d ns and %d allocations more (measured in this process)", res.searchScan.perRequest.Nanoseconds(), res.searchScan.allocs)
+	}
 	obs := measureObserve()
 	progress("metrics in this process: Observe costs %d ns and %d allocations per request", obs.perRequest.Nanoseconds(), obs.allocs)
 	for _, g := range res.metricsGoals() {
