@@ -40,10 +40,13 @@ func (r *runner) abCompare(other string) error {
 		return err
 	}
 	r.stubURL = stub.url
-	mine, env := r.proxyBin, r.dmEnv
+	mine, env, config := r.proxyBin, r.dmEnv, r.dmConfig
 	r.proxyBin, r.dmEnv = other, append(env[:len(env):len(env)], r.abEnv...)
+	if r.abConfig != "" {
+		r.dmConfig = r.abConfig
+	}
 	dmB, err := r.dragoman("dragoman-b", stub, "warn")
-	r.proxyBin, r.dmEnv = mine, env
+	r.proxyBin, r.dmEnv, r.dmConfig = mine, env, config
 	if err != nil {
 		return err
 	}

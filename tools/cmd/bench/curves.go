@@ -253,7 +253,7 @@ func (r *runner) streamPoint(k *kase, n int, stubArgs ...string) (streamPoint, e
 		return p, err
 	}
 	pprof := "127.0.0.1:" + itoa(pprofPort)
-	cfg, err := dragomanConfig(r.dir, "streams-dragoman", stub.url)
+	cfg, err := dragomanConfig(r.dir, "streams-dragoman", stub.url, r.dmConfig)
 	if err != nil {
 		return p, err
 	}

@@ -76,6 +76,7 @@ func run(args []string) int {
 	abRounds := fs.Int("ab-rounds", 50, "with --ab: rounds of 40 requests per target and case")
 	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
 	dmEnv := fs.String("dragoman-env", "", "extra environment for the Dragoman processes only (not the stub, the floor or this process), comma-separated NAME=VALUE pairs, e.g. GOGC=off,GODEBUG=gctrace=1 (the gctrace lines go to the processes' logs: add --keep-logs); a value holding a comma cannot be given")
+	abConfig := fs.String("ab-config", "", "with --ab: a YAML file appended to the B Dragoman's config (top-level keys such as router_settings); with --ab bin/proxy it compares one binary under two configs, e.g. router_settings.routes against none (tools/cmd/bench/ab-routes.yaml)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
 	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
@@ -129,6 +130,14 @@ func run(args []string) int {
 			warnf("%s: %v", e.flag, err)
 			return 2
 		}
+	}
+	if *abConfig != "" {
+		b, err := os.ReadFile(*abConfig)
+		if err != nil {
+			warnf("--ab-config: %v", err)
+			return 2
+		}
+		r.abConfig = string(b)
 	}
 	if *profile != "" {
 		if r.profile, err = filepath.Abs(*profile); err == nil {
@@ -261,8 +270,8 @@ func (r *runner) table(quick bool, out string, pool bool) int {
 // dragomanConfig is the config Dragoman runs with in the bench: one alias
 // on the stub, and nativeAlias on the same stub as a backend that speaks
 // the Messages format (the stub runs with --protocol messages); defaults
-// otherwise.
-func dragomanConfig(dir, name, stubURL string) (string, error) {
+// otherwise, and extra (top-level YAML, e.g. router_settings) after them.
+func dragomanConfig(dir, name, stubURL, extra string) (string, error) {
 	cfg := "model_list:\n" +
 		"  - model_name: " + alias + "\n" +
 		"    proxy_params:\n" +
@@ -275,7 +284,7 @@ func dragomanConfig(dir, name, stubURL string) (string, error) {
 		"      api_base: " + stubURL + "/v1\n" +
 		"      api_key: none\n" +
 		"general_settings:\n" +
-		"  enable_vendora_pass_through: true\n"
+		"  enable_vendora_pass_through: true\n" + extra
 	path := filepath.Join(dir, name+".yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }

@@ -163,7 +163,7 @@ func (r *runner) metricsTwins(stub *proc) (*proc, [4]string, string, error) {
 		}
 		ports[i] = p
 	}
-	cfg, err := dragomanConfig(r.dir, "dragoman-metrics", stub.url)
+	cfg, err := dragomanConfig(r.dir, "dragoman-metrics", stub.url, r.dmConfig)
 	if err != nil {
 		return nil, urls, "", err
 	}

@@ -25,6 +25,9 @@ type runner struct {
 	// dmEnv: extra environment for every Dragoman process (--dragoman-env),
 	// e.g. GOGC=off; abEnv: more for the --ab binary's only (--ab-env)
 	dmEnv, abEnv []string
+	// dmConfig: YAML appended to the Dragoman processes' config; abConfig:
+	// the --ab binary's instead (--ab-config), e.g. router_settings.
+	dmConfig, abConfig string
 }
 
 func (r *runner) stopAll() {
@@ -69,7 +72,7 @@ func (r *runner) floor(name string, backend *proc) (*proc, error) {
 }
 
 func (r *runner) dragoman(name string, backend *proc, level string, extra ...string) (*proc, error) {
-	cfg, err := dragomanConfig(r.dir, name, backend.url)
+	cfg, err := dragomanConfig(r.dir, name, backend.url, r.dmConfig)
 	if err != nil {
 		return nil, err
 	}
