@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
@@ -66,7 +65,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 	defer resp.Body.Close()
 	commitStream(w)
 	cs := translate.NewChatStream(route.alias)
-	err = relay(w, r, resp.Body, scrubFeed(cs.Feed, route.apiKey), cs.Done, nil, 0)
+	err = relay(w, r, resp.Body, scrubErrors(cs.Feed, route.apiKey), cs.Done, nil, 0)
 	x.finish(err)
 	noteUsage(w, cs.Usage())
 	if err != nil && r.Context().Err() == nil {
@@ -76,24 +75,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		noteError(w, p.kind)
 		w.Write([]byte("data: " + string(chatErrorBody(p)) + "\n\n"))
 		s.log.Warn("chat stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
-	}
-}
-
-// scrubFeed wraps a stream relay's feed so that the backend's key, should
-// the backend echo it (in an error chunk, say), never reaches the client.
-// feed emits whole lines, so a key is never split between two calls.
-func scrubFeed(feed func(dst, p []byte) ([]byte, error), secret string) func(dst, p []byte) ([]byte, error) {
-	if len(secret) < 4 {
-		return feed
-	}
-	key := []byte(secret)
-	return func(dst, p []byte) ([]byte, error) {
-		start := len(dst)
-		out, err := feed(dst, p)
-		if bytes.Contains(out[start:], key) {
-			out = append(out[:start], bytes.ReplaceAll(out[start:], key, redacted)...)
-		}
-		return out, err
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 	"github.com/dragoman-dev/dragoman/proxy/upstream"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // format is the wire format of the endpoint a client called; every error
@@ -50,8 +52,7 @@ const (
 	overloaded // backend 503 after retries
 	badGateway // backend unreachable after retries, or failing
 	timedOut
-	unavailable // the proxy is shutting down
-	forbidden   // the key may not do that (a model it may not use)
+	forbidden // the key may not do that (a model it may not use)
 )
 
 // statusOverloaded is the Messages format's status for an overloaded
@@ -76,7 +77,6 @@ var renderings = map[kind]rendering{
 	overloaded:       {529, messages.OverloadedError, 503, chat.UnavailableError},
 	badGateway:       {502, messages.APIError, 502, chat.ServerError},
 	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
-	unavailable:      {503, messages.OverloadedError, 503, chat.UnavailableError},
 	forbidden:        {403, messages.PermissionError, 403, messages.PermissionError},
 }
 
@@ -104,7 +104,7 @@ func (f format) write(w http.ResponseWriter, p problem) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if p.kind == unavailable || p.kind == overloaded {
+	if p.kind == overloaded {
 		h.Set("Retry-After", "5")
 	}
 	if p.retryAfter > 0 {
@@ -198,6 +198,46 @@ func scrub(text, secret string) string {
 }
 
 var redacted = []byte("[redacted]")
+
+// scrubErrors wraps a stream relay's feed so that the backend's key, should
+// the backend echo it in an error event (a data line whose JSON has an
+// "error" member: Chat's {"error":{…}}, Messages' {"type":"error",
+// "error":{…}}), never reaches the client. Model output (text, tool
+// arguments, any other event) passes unaltered. feed emits whole lines.
+func scrubErrors(feed func(dst, p []byte) ([]byte, error), secret string) func(dst, p []byte) ([]byte, error) {
+	if len(secret) < 4 {
+		return feed
+	}
+	key := []byte(secret)
+	return func(dst, p []byte) ([]byte, error) {
+		start := len(dst)
+		out, err := feed(dst, p)
+		if !bytes.Contains(out[start:], key) {
+			return out, err
+		}
+		var scrubbed []byte
+		for line := range bytes.Lines(out[start:]) {
+			if bytes.Contains(line, key) && isErrorEvent(line) {
+				line = bytes.ReplaceAll(line, key, redacted)
+			}
+			scrubbed = append(scrubbed, line...)
+		}
+		return append(out[:start], scrubbed...), err
+	}
+}
+
+// isErrorEvent says whether an event stream's line is a data line whose
+// JSON object has an "error" member.
+func isErrorEvent(line []byte) bool {
+	data, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return false
+	}
+	var event struct {
+		Error jsontext.Value `json:"error"`
+	}
+	return json.Unmarshal(bytes.TrimSpace(data), &event) == nil && len(event.Error) > 0
+}
 
 func chatErrorBody(p problem) []byte {
 	return chat.MarshalError(renderings[p.kind].chatType, p.message)

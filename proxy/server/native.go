@@ -89,7 +89,7 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 		commitStream(w)
 		out.committed = true
 	}
-	err := relay(w, r, res.resp.Body, scrubFeed(ns.Feed, route.apiKey), ns.Done, translate.AppendPing, s.ping)
+	err := relay(w, r, res.resp.Body, scrubErrors(ns.Feed, route.apiKey), ns.Done, translate.AppendPing, s.ping)
 	noteUsage(w, ns.BackendUsage())
 	if err == nil && !ns.Done() {
 		err = errors.New("the backend stream broke off before message_stop")
@@ -168,7 +168,7 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 	defer resp.Body.Close()
 	commitStream(w)
 	rs := translate.NewReverseStream(route.alias, now, x.req.IncludeUsage)
-	err := relay(w, r, resp.Body, scrubFeed(rs.Feed, route.apiKey), rs.Done, nil, 0)
+	err := relay(w, r, resp.Body, scrubErrors(rs.Feed, route.apiKey), rs.Done, nil, 0)
 	noteUsage(w, rs.BackendUsage())
 	if err == nil {
 		var out []byte

@@ -98,7 +98,6 @@ var errorTypes = map[kind]string{
 	overloaded:       "overloaded",
 	badGateway:       "bad_gateway",
 	timedOut:         "timeout",
-	unavailable:      "unavailable",
 }
 
 func errorType(k kind) string {

@@ -146,7 +146,7 @@ func responsesCode(p problem) string {
 	switch p.kind {
 	case rateLimited:
 		return "rate_limit_exceeded"
-	case overloaded, unavailable:
+	case overloaded:
 		return "server_is_overloaded"
 	}
 	return renderings[p.kind].chatType

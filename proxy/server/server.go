@@ -6,7 +6,6 @@
 package server
 
 import (
-	"context"
 	"crypto/subtle"
 	"log/slog"
 	"math/rand/v2"
@@ -72,10 +71,8 @@ type Server struct {
 	// native: some backend speaks the Messages format (vendora/).
 	native bool
 
-	admission sync.RWMutex // orders admissions before Drain's Wait
-	draining  atomic.Bool
-	inflight  sync.WaitGroup
-	active    atomic.Int64
+	draining atomic.Bool // /readyz answers 503: the proxy is leaving
+	active   atomic.Int64
 
 	metrics *metrics.Metrics  // nil: off
 	tracer  *tracing.Tracer   // nil: off
@@ -206,26 +203,17 @@ func requestID(r *http.Request) string {
 	return "req_" + strconv.FormatUint(rand.Uint64(), 36)
 }
 
-// Drain makes the server refuse new API requests with 503 and waits until
-// the ones in flight end or ctx ends.
-func (s *Server) Drain(ctx context.Context) error {
-	s.admission.Lock()
-	s.draining.Store(true)
-	s.admission.Unlock()
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Leave makes /readyz answer 503 from now on, so that a balancer stops
+// sending requests here; every request that arrives is still served (no
+// balancer retries a POST that got a 503). Stopping to accept
+// connections, and waiting for the requests in flight, is the caller's
+// (cmd/proxy: http.Server.Shutdown after --drain-delay).
+func (s *Server) Leave() { s.draining.Store(true) }
 
 // Active reports the API requests in flight.
 func (s *Server) Active() int64 { return s.active.Load() }
 
-// api wraps an endpoint: method check, draining, authentication.
+// api wraps an endpoint: method check, authentication.
 func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.Request, format)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method {
@@ -233,16 +221,8 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 			f.write(w, problemf(methodNotAllowed, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, method))
 			return
 		}
-		s.admission.RLock()
-		if s.draining.Load() {
-			s.admission.RUnlock()
-			f.write(w, problemf(unavailable, "the proxy is shutting down: retry in a moment"))
-			return
-		}
-		s.inflight.Add(1)
-		s.admission.RUnlock()
 		s.active.Add(1)
-		defer func() { s.active.Add(-1); s.inflight.Done() }()
+		defer s.active.Add(-1)
 		key, p, ok := s.authenticate(r)
 		if !ok {
 			f.write(w, p)

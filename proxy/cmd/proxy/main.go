@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -57,7 +56,8 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		host       = fs.String("host", "", "address to listen on (default all interfaces)")
 		noAuth     = fs.Bool("no-auth", false, "serve without a client key (only on a trusted network)")
 		health     = fs.Bool("healthcheck", false, "probe http://127.0.0.1:PORT/healthz and exit 0 when healthy")
-		grace      = fs.Duration("grace", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may take to finish")
+		grace      = fs.Duration("grace", 30*time.Second, "on SIGTERM, how long the proxy may take to finish the requests and streams in flight, the drain delay included")
+		drainDelay = fs.Duration("drain-delay", 5*time.Second, "on SIGTERM, how long /readyz answers 503 while new connections are still served, before the proxy stops accepting them (so that a balancer sends them elsewhere first)")
 		ping       = fs.Duration("ping-interval", server.DefaultPingInterval, "a Messages stream whose backend is silent this long is committed (200) and pinged every interval")
 		logFormat  = fs.String("log-format", "text", "log format: text or json")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -134,11 +134,12 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
 		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "proxy: cannot listen on %s: %v (is another process using port %d? pick another with --port)\n", addr, err, *port)
 		return 1
 	}
+	ln := newDrainingListener(tcp.(*net.TCPListener))
 	if *pprofAddr != "" {
 		pln, err := net.Listen("tcp", *pprofAddr)
 		if err != nil {
@@ -186,16 +187,23 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	case <-ctx.Done():
 	}
 	stop()
-	log.Info("shutting down: finishing requests in flight", "active", srv.Active(), "grace", *grace)
-	drainCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
-	if err := srv.Drain(drainCtx); err != nil {
-		log.Warn("grace period over with requests still in flight", "active", srv.Active())
+	// Leaving: /readyz says so at once, every request that comes is
+	// served, and each answer closes its connection, so that a client's
+	// next request opens a new one where its balancer now sends it.
+	srv.Leave()
+	httpServer.SetKeepAlivesEnabled(false)
+	log.Info("shutting down: /readyz answers 503; new connections are served until the drain delay ends", "active", srv.Active(), "drain_delay", *drainDelay, "grace", *grace)
+	select {
+	case <-time.After(*drainDelay):
+	case <-graceCtx.Done():
 	}
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
-	defer cancelClose()
-	if err := httpServer.Shutdown(closeCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("shutdown", "err", err)
+	ln.StopAccepting(time.Second)
+	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active())
+	if err := httpServer.Shutdown(graceCtx); err != nil {
+		log.Warn("grace period over with requests still in flight", "active", srv.Active())
+		httpServer.Close()
 	}
 	log.Info("proxy stopped")
 	return 0

@@ -20,7 +20,7 @@ import (
 func TestDeployConfigAnswersHealthz(t *testing.T) {
 	start := time.Now()
 	p := spawnProxy(t, []string{"PROXY_API_KEY=sk-start", "BACKEND_API_KEY=sk-backend"},
-		"--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--host", "127.0.0.1", "--port", "0")
+		"--config", filepath.Join("..", "..", "..", "deploy", "config.yaml"), "--host", "127.0.0.1", "--port", "0", "--drain-delay", "0s")
 	url := "http://" + p.waitLog(t, `msg="proxy listening" addr=(\S+)`)
 	resp, err := http.Get(url + "/healthz")
 	if err != nil {
