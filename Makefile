@@ -112,7 +112,8 @@ uninstall-hook:
 # Then the curves (issue 18: request size, tools, concurrent slow streams,
 # connections), as tables and SVG plots next to the doc.
 # BENCH_ARGS: --quick (a short smoke run), --cases TEXT, --profile DIR,
-# --curves size,tools,streams,conns|none, --curves-only.
+# --curves size,tools,streams,conns|none, --curves-only, --streams-at 1000 (the
+# slow-streams curve's points), --pool=false (no pool comparison).
 .PHONY: bench
 bench: build
 	$(GOBUILD) -o $(BIN)/bench ./tools/cmd/bench

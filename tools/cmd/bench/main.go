@@ -68,6 +68,7 @@ func run(args []string) int {
 	profile := fs.String("profile", "", "profile Dragoman: run it in-process (bench serve) and write CPU and allocation profiles to this folder")
 	only := fs.String("cases", "", "run only the cases whose name holds this text")
 	curveList := fs.String("curves", "size,tools,streams,conns", "the curves to run after the table (issue 18): any of size, tools, streams, conns, comma-separated; none for none")
+	streamsAt := fs.String("streams-at", "", "the concurrent slow streams curve's points, comma-separated (default 256,1000,4000; 64,256 with --quick)")
 	curvesOnly := fs.Bool("curves-only", false, "run only the curves (the table between the bench markers is kept)")
 	poolRun := fs.Bool("pool", true, "after the table, compare a pool of 3 backends with a single one (issue 11)")
 	poolOnly := fs.Bool("pool-only", false, "run only the pool comparison (printed, not written)")
@@ -204,6 +205,17 @@ func run(args []string) int {
 	cs := curvesFull()
 	if *quick {
 		cs = curvesQuick()
+	}
+	if *streamsAt != "" {
+		cs.streams = nil
+		for _, f := range strings.Split(*streamsAt, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				warnf("--streams-at %q: want counts of streams such as 256,1000", *streamsAt)
+				return 2
+			}
+			cs.streams = append(cs.streams, n)
+		}
 	}
 	cr, err := r.curves(which, cs)
 	if err != nil {
