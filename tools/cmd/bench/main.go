@@ -3,6 +3,7 @@
 // (the floor: what any Go proxy pays for one extra hop), in one run.
 //
 //	bench [--proxy bin/proxy] [--stub bin/stub-backend] [--out docs/performance.md] [--quick]
+//	bench --keys-only [--quick]            per-user keys on vs off at 54 KB (issue 33)
 //	bench floor --port N --backend URL     the no-op reverse proxy, run as its own process
 //
 // `make bench` builds the binaries and runs it. The stub, the floor and
@@ -79,6 +80,7 @@ func run(args []string) int {
 	dmEnv := fs.String("dragoman-env", "", "extra environment for the Dragoman processes only (not the stub, the floor or this process), comma-separated NAME=VALUE pairs, e.g. GOGC=off,GODEBUG=gctrace=1 (the gctrace lines go to the processes' logs: add --keep-logs); a value holding a comma cannot be given")
 	abConfig := fs.String("ab-config", "", "with --ab: a YAML file appended to the B Dragoman's config (top-level keys such as router_settings); with --ab bin/proxy it compares one binary under two configs, e.g. router_settings.routes against none (tools/cmd/bench/ab-routes.yaml)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
+	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
 	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -176,6 +178,13 @@ func run(args []string) int {
 			return 1
 		}
 		fmt.Print(res.memTable())
+		return 0
+	}
+	if *keysOnly {
+		if err := r.keysCost(); err != nil {
+			warnf("keys: %v", err)
+			return 1
+		}
 		return 0
 	}
 	if *metricsOnly {

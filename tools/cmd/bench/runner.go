@@ -76,6 +76,11 @@ func (r *runner) dragoman(name string, backend *proc, level string, extra ...str
 	if err != nil {
 		return nil, err
 	}
+	return r.dragomanOn(name, cfg, level, extra...)
+}
+
+// dragomanOn starts Dragoman on the config file cfg.
+func (r *runner) dragomanOn(name, cfg, level string, extra ...string) (*proc, error) {
 	env := append([]string{"PROXY_API_KEY=" + clientKey}, r.dmEnv...)
 	if r.profile != "" {
 		return r.launch(name, env, r.self, append([]string{"serve", "--config", cfg, "--port", "PORT", "--log-level", level,
