@@ -6,6 +6,11 @@
 # embedded), so nothing is pulled and the image holds nothing but it.
 FROM scratch
 COPY bin/proxy /proxy
+# /data, writable by the proxy's user: the SQLite file of per-user keys and
+# usage (general_settings.database_url: sqlite:///data/dragoman.db) on the
+# volume docker-compose.yml mounts there; a volume mounted on it takes its
+# owner from the image.
+COPY --chown=65534:65534 deploy/data/ /data/
 # nobody:nogroup; a scratch image has no /etc/passwd, so numeric ids.
 USER 65534:65534
 EXPOSE 4000

@@ -232,6 +232,11 @@ func checkSecretEnv(t *testing.T, what string, c corev1.Container, vals map[stri
 			}
 		}
 	})
+	if url, ok := dig(vals, "database", "url").(string); ok {
+		if m := envRef.FindStringSubmatch(url); m != nil {
+			want[m[1]] = true
+		}
+	}
 	if mapped["PROXY_API_KEY"] != "" {
 		want["PROXY_API_KEY"] = true
 	}
@@ -452,6 +457,8 @@ func TestRefusals(t *testing.T) {
 		{"a grace period the drain does not fit in", "proxy:\n  graceSeconds: 30\n  preStopSleepSeconds: 10\n  terminationGracePeriodSeconds: 40\n", "must exceed"},
 		{"no client key", "secret:\n  env:\n    PROXY_API_KEY: null\n", "no client key"},
 		{"an unknown value (typo)", "replicaCount: 3\n", "replicaCount"},
+		{"a database URL the Secret does not provide", "database:\n  url: os.environ/DATABASE_URL\n", "database.url reads os.environ/DATABASE_URL, which secret.env does not provide"},
+		{"a literal database URL", "database:\n  url: postgres://dragoman:hunter2@postgres/dragoman\n", "database"},
 		{"an empty modelList", "modelList: []\n", "modelList"},
 		{"a backend URL without a scheme", "modelList:\n  - model_name: a\n    proxy_params:\n      model: vendorb/m\n      api_base: vllm:8000/v1\n      api_key: os.environ/BACKEND_API_KEY\n", "api_base"},
 	} {
@@ -529,4 +536,36 @@ func subset(sel, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestDatabaseURLFromSecret: database.url puts general_settings.database_url
+// in config.yaml as a reference to a variable both pods read from the
+// Secret, never the URL (it holds a password); without it, no database.
+func TestDatabaseURLFromSecret(t *testing.T) {
+	const override = "database:\n  url: os.environ/DATABASE_URL\n  usageRetentionDays: 30\nsecret:\n  env:\n    DATABASE_URL: database-url\n"
+	r := mustRender(t, nil, override)
+	vals := finalValues(t, nil, override)
+	var cfg struct {
+		General map[string]any `json:"general_settings"`
+	}
+	if err := yaml.Unmarshal([]byte(one[*corev1.ConfigMap](t, r, proxyName).Data["config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.General["database_url"] != "os.environ/DATABASE_URL" || cfg.General["usage_retention_days"] != float64(30) {
+		t.Fatalf("general_settings %v", cfg.General)
+	}
+	for _, name := range []string{proxyName, warmerName} {
+		dep := one[*appsv1.Deployment](t, r, name)
+		env := checkSecretEnv(t, "Deployment/"+name, dep.Spec.Template.Spec.Containers[0], vals)
+		if !env["DATABASE_URL"] {
+			t.Errorf("%s does not read DATABASE_URL from the Secret", name)
+		}
+	}
+	cfg.General = nil
+	if err := yaml.Unmarshal([]byte(one[*corev1.ConfigMap](t, mustRender(t, nil, ""), proxyName).Data["config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.General["database_url"]; ok {
+		t.Fatalf("the defaults name a database: %v", cfg.General)
+	}
 }

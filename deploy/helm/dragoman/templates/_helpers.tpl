@@ -61,7 +61,12 @@ model_list:
 router_settings:
 {{ toYaml . | indent 2 }}
 {{- end }}
-{{- with .Values.generalSettings }}
+{{- $general := deepCopy (.Values.generalSettings | default dict) -}}
+{{- with .Values.database.url }}
+{{- $_ := set $general "database_url" (toString .) -}}
+{{- $_ := set $general "usage_retention_days" (int $.Values.database.usageRetentionDays) -}}
+{{- end }}
+{{- with $general }}
 general_settings:
 {{ toYaml . | indent 2 }}
 {{- end }}
@@ -85,6 +90,12 @@ general_settings:
 {{- $name := trimPrefix "os.environ/" (toString .) -}}
 {{- if not (hasKey $env $name) -}}
 {{- fail (printf "generalSettings.master_key reads os.environ/%s, which secret.env does not provide: add \"%s: <key in Secret %s>\" to secret.env" $name $name (toString $.Values.secret.name)) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.database.url -}}
+{{- $name := trimPrefix "os.environ/" (toString .) -}}
+{{- if not (hasKey $env $name) -}}
+{{- fail (printf "database.url reads os.environ/%s, which secret.env does not provide: put the postgres:// URL in Secret %s and add \"%s: <its key there>\" to secret.env" $name (toString $.Values.secret.name) $name) -}}
 {{- end -}}
 {{- end -}}
 {{- if and $env (not $.Values.secret.name) -}}
@@ -119,6 +130,9 @@ file that does not use it) are left out, so the Secret need not hold them.
 {{- $_ := set $names (trimPrefix "os.environ/" (toString .proxy_params.api_key)) true -}}
 {{- end -}}
 {{- with .Values.generalSettings.master_key -}}
+{{- $_ := set $names (trimPrefix "os.environ/" (toString .)) true -}}
+{{- end -}}
+{{- with .Values.database.url -}}
 {{- $_ := set $names (trimPrefix "os.environ/" (toString .)) true -}}
 {{- end -}}
 {{- if get $env "PROXY_API_KEY" -}}
