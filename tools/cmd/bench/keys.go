@@ -81,18 +81,10 @@ func (r *runner) keysCost() error {
 // keys, and returns it with the text of a key made there (proxy keys
 // create) with limits no bench run reaches.
 func (r *runner) dragomanWithKeys(name string, backend *proc) (*proc, string, error) {
-	cfg, err := dragomanConfig(r.dir, name, backend.url)
-	if err != nil {
-		return nil, "", err
-	}
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, "", err
-	}
-	_, err = fmt.Fprintf(f, "  database_url: sqlite://%s\n", filepath.Join(r.dir, name+".db"))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	// general_settings is the config's last key before extra: the line
+	// joins it.
+	db := fmt.Sprintf("  database_url: sqlite://%s\n", filepath.Join(r.dir, name+".db"))
+	cfg, err := dragomanConfig(r.dir, name, backend.url, db+r.dmConfig)
 	if err != nil {
 		return nil, "", err
 	}
