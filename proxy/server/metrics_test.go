@@ -60,7 +60,7 @@ func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 }
 
 // labelOrder is the order of labels in the keys of series.
-var labelOrder = []string{"endpoint", "alias", "backend", "key", "status", "error_type", "kind", "reason", "goversion", "version"}
+var labelOrder = []string{"endpoint", "alias", "backend", "key", "status", "error_type", "kind", "reason", "goversion", "version", "provider", "result"}
 
 // series maps each series of a family, its labels as "k=v,k=v" in
 // labelOrder, to its value (a histogram's: its sample count). The key

@@ -370,3 +370,17 @@ func TestWebSearchPings(t *testing.T) {
 		t.Errorf("the slow search's results are missing:\n%s", events)
 	}
 }
+
+// TestWebSearchMetrics: each search counted by provider and result (the
+// error code the client was told), and timed when it reached the
+// provider.
+func TestWebSearchMetrics(t *testing.T) {
+	h := newHarness(t, harnessOptions{search: "searxng", metrics: true})
+	searchMessage(t, h, "stub:search-many topic", 2) // two searches, then max_uses_exceeded
+	searchMessage(t, h, "stub:search stub-down", 3)  // unavailable
+	mfs := scrape(t, h.proxy.URL)
+	checkSeries(t, mfs, "dragoman_web_searches_total", map[string]float64{
+		"provider=searxng,result=ok": 2, "provider=searxng,result=max_uses_exceeded": 1, "provider=searxng,result=unavailable": 1,
+	})
+	checkSeries(t, mfs, "dragoman_web_search_duration_seconds", map[string]float64{"provider=searxng": 3})
+}
