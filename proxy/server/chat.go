@@ -49,7 +49,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 			s.chatBackendError(w, r, err, route)
 			return
 		}
-		noteUsage(w, chat.ParseUsage(raw))
+		x.noteUsage(w, chat.ParseUsage(raw))
 		out, err := translate.ChatResponseModel(raw, route.alias)
 		if err != nil {
 			out = raw // not JSON: passed on as the backend sent it
@@ -67,7 +67,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 	cs := translate.NewChatStream(route.alias)
 	err = relay(w, r, resp.Body, scrubErrors(cs.Feed, route.apiKey), cs.Done, nil, 0)
 	x.finish(err)
-	noteUsage(w, cs.Usage())
+	x.noteUsage(w, cs.Usage())
 	if err != nil && r.Context().Err() == nil {
 		// The status is sent; the Chat client learns of the failure from an
 		// error chunk in its own shape.

@@ -22,6 +22,7 @@ type backendModel struct {
 // backend model: the context window when the config sets none, and a
 // backend model that cannot read images.
 func (s *Server) withDiscovered(r routeInfo) routeInfo {
+	r.target.PromptScale = s.scales.get(backendModel{r.apiBase, r.BackendModel})
 	s.knownMu.RLock()
 	info, ok := s.known[backendModel{r.apiBase, r.BackendModel}]
 	s.knownMu.RUnlock()

@@ -2,7 +2,10 @@ package server
 
 import (
 	"errors"
+	"net/http"
+	"sync"
 
+	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
@@ -74,7 +77,7 @@ func (x *exchange) inWindow(req translate.BackendRequest, err error) (translate.
 	if err != nil || w <= 0 || x.lease == nil {
 		return req, err
 	}
-	prompt := req.InputTokens
+	prompt := x.route.target.ScalePrompt(req.InputTokens)
 	if x.route.Protocol == config.ProtocolMessages {
 		if n, cerr := translate.CountTokens(req.Body); cerr == nil {
 			prompt = n
@@ -85,4 +88,52 @@ func (x *exchange) inWindow(req translate.BackendRequest, err error) (translate.
 		return translate.BackendRequest{}, &translate.ContextOverflowError{Tokens: prompt, Window: w}
 	}
 	return req, nil
+}
+
+// promptScales holds, for each backend model, the ratio (per mille) of the
+// prompt tokens it reported (usage.prompt_tokens) to the proxy's estimate
+// of the same prompts: a moving average (each request a quarter) within
+// [minScale, maxScale], given to the window's checks as
+// Target.PromptScale, so that a backend whose tokenizer counts more than
+// the estimate gets a max_tokens that fits beside the prompt at the first
+// attempt. It is a property of the backend's tokenizer against the
+// estimator, averaged over requests, and holds nothing of any one.
+type promptScales struct {
+	mu sync.Mutex
+	m  map[backendModel]int
+}
+
+const (
+	minScale = 500
+	maxScale = 3000
+)
+
+func (p *promptScales) get(k backendModel) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[k]
+}
+
+func (p *promptScales) learn(k backendModel, reported, estimate int) {
+	sample := min(max(int(int64(reported)*1000/int64(estimate)), minScale), maxScale)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[backendModel]int{}
+	}
+	if old, ok := p.m[k]; ok {
+		sample = (3*old + sample) / 4
+	}
+	p.m[k] = sample
+}
+
+// noteUsage notes the usage a backend reported for the exchange (for the
+// metrics and the trace), and learns from a Chat backend's prompt count
+// how its tokenizer compares with the estimate (promptScales).
+func (x *exchange) noteUsage(w http.ResponseWriter, u *chat.Usage) {
+	noteUsage(w, u)
+	if u == nil || u.PromptTokens <= 0 || x.req.InputTokens <= 0 || x.route.Protocol == config.ProtocolMessages {
+		return
+	}
+	x.s.scales.learn(backendModel{x.route.apiBase, x.route.BackendModel}, u.PromptTokens, x.req.InputTokens)
 }

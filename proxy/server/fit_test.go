@@ -119,13 +119,8 @@ func vllmRoutes(base string) string {
 // dragoman_backend_retries_total{reason="max_tokens"}.
 func TestRetryWithAMaxTokensThatFits(t *testing.T) {
 	const window = 8192
+	prompt := proseOf(4000)
 	for _, streamErrors := range []bool{false, true} {
-		v, base := newVLLM2026(t, window)
-		v.streamErrors = streamErrors
-		h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base), metrics: true})
-		h.server.Discover(t.Context())
-		prompt := proseOf(4000)
-		sent := 0
 		for _, c := range []struct{ path, body string }{
 			{"/v1/messages", windowMessages(prompt, "32000", false)},
 			{"/v1/messages", windowMessages(prompt, "32000", true)},
@@ -134,27 +129,28 @@ func TestRetryWithAMaxTokensThatFits(t *testing.T) {
 			{"/v1/responses", `{"model":"local-model","max_output_tokens":32000,"input":"` + prompt + `"}`},
 			{"/v1/responses", `{"model":"local-model","max_output_tokens":32000,"stream":true,"input":"` + prompt + `"}`},
 		} {
+			// A proxy of its own each: one that learnt the backend's
+			// counts would fit at the first attempt.
+			v, base := newVLLM2026(t, window)
+			v.streamErrors = streamErrors
+			h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base), metrics: true})
+			h.server.Discover(t.Context())
+			what := fmt.Sprintf("stream errors %v, %s %s", streamErrors, c.path, c.body[len(c.body)-20:])
 			resp, b := h.do(http.MethodPost, c.path, c.body, nil, false)
-			sent++
 			if resp.StatusCode != 200 || !strings.Contains(string(b), "the summary") || strings.Contains(string(b), "event: error") || strings.Contains(string(b), "response.failed") {
-				t.Errorf("stream errors %v, %s %.60s: %d %s", streamErrors, c.path, c.body[len(c.body)-40:], resp.StatusCode, b)
+				t.Errorf("%s: %d %s", what, resp.StatusCode, b)
 			}
-		}
-		asked, refused, answered := v.stats()
-		if refused != sent || answered != sent || len(asked) != 2*sent {
-			t.Fatalf("stream errors %v: backend refused %d and answered %d of %d requests (max_tokens asked: %v), want one refusal and one answer each", streamErrors, refused, answered, sent, asked)
-		}
-		for i := 0; i < len(asked); i += 2 {
-			if asked[i+1] >= asked[i] || asked[i+1] < 1500 {
-				t.Errorf("request %d: max_tokens %d, then %d: want the second what the window leaves beside the backend's count", i/2, asked[i], asked[i+1])
+			asked, refused, answered := v.stats()
+			if refused != 1 || answered != 1 || len(asked) != 2 || asked[1] >= asked[0] || asked[1] < 1500 {
+				t.Errorf("%s: backend refused %d and answered %d (max_tokens asked: %v): want one refusal, then what the window leaves beside the backend's count", what, refused, answered, asked)
 			}
-		}
-		mfs := scrape(t, h.proxy.URL)
-		if got := series(mfs, "dragoman_backend_retries_total")["backend=vllm,reason=max_tokens"]; got != float64(sent) {
-			t.Errorf("dragoman_backend_retries_total{backend=vllm,reason=max_tokens} = %v, want %d", got, sent)
-		}
-		if !strings.Contains(h.logs.String(), "sent again with what fits") {
-			t.Errorf("the retry is not logged:\n%s", h.logs.String())
+			mfs := scrape(t, h.proxy.URL)
+			if got := series(mfs, "dragoman_backend_retries_total")["backend=vllm,reason=max_tokens"]; got != 1 {
+				t.Errorf("%s: dragoman_backend_retries_total{backend=vllm,reason=max_tokens} = %v, want 1", what, got)
+			}
+			if !strings.Contains(h.logs.String(), "sent again with what fits") {
+				t.Errorf("%s: the retry is not logged:\n%s", what, h.logs.String())
+			}
 		}
 	}
 }
@@ -164,9 +160,11 @@ func TestRetryWithAMaxTokensThatFits(t *testing.T) {
 // higher than the proxy's estimate: its turns grow until the client
 // compacts, sending its summary request (the shape of Claude Code's: the
 // conversation so far, then the instruction to summarize it, max_tokens
-// 20000); the backend refuses the first max_tokens the proxy clamps to,
-// in its 2026 wording, and the proxy's retry is answered. No request is
-// refused for overflow, and the session goes on after the summary.
+// 20000). The backend refuses a max_tokens the proxy clamped from its
+// estimate, in its 2026 wording, and the proxy's retry is answered; from
+// the prompt counts the backend reports the proxy learns to fit at the
+// first attempt. No request is refused for overflow, the summary gets at
+// least 2,000 tokens of room, and the session goes on after it.
 func TestCompactionAgainstAStrictBackend(t *testing.T) {
 	const window = 19500
 	v, base := newVLLM2026(t, window)
@@ -213,7 +211,7 @@ func TestCompactionAgainstAStrictBackend(t *testing.T) {
 	asked, refused, answered := v.stats()
 	last := asked[len(asked)-1]
 	if refused == 0 || last < 2000 {
-		t.Errorf("the summary went with max_tokens %d (the backend refused %d requests): want it refused once at the proxy's estimate and answered with what fits", last, refused)
+		t.Errorf("the summary went with max_tokens %d (the backend refused %d requests): want a refusal answered by the retry, and room for the summary", last, refused)
 	}
 	// The session goes on after the summary.
 	status, out = post([]any{map[string]any{"role": "user", "content": "This session is being continued from a previous conversation. Summary: the summary"}, map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "go on"}}, 32000)
@@ -221,4 +219,24 @@ func TestCompactionAgainstAStrictBackend(t *testing.T) {
 		t.Errorf("after the summary: %d %s", status, out)
 	}
 	t.Logf("%d answered, %d refused and sent again; max_tokens asked: %v", answered, refused, asked)
+}
+
+// TestEstimateCorrectedByTheBackendsCounts: a backend whose tokenizer
+// counts a third more than the proxy's estimate refuses the first
+// max_tokens the proxy clamps to; from the prompt_tokens it reports, the
+// proxy learns the ratio, and the next requests' first attempts fit.
+func TestEstimateCorrectedByTheBackendsCounts(t *testing.T) {
+	v, base := newVLLM2026(t, 8192)
+	h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base)})
+	h.server.Discover(t.Context())
+	for i := 0; i < 4; i++ {
+		resp, b := h.do(http.MethodPost, "/v1/messages", windowMessages(fmt.Sprintf("turn %d ", i)+proseOf(4000), "32000", false), nil, false)
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	asked, refused, answered := v.stats()
+	if refused != 1 || answered != 4 {
+		t.Errorf("refused %d, answered %d (max_tokens asked %v): want only the first refused", refused, answered, asked)
+	}
 }

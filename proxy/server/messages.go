@@ -88,7 +88,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.R
 		return
 	}
 	out, usage, err := answer(b)
-	noteUsage(w, usage)
+	x.noteUsage(w, usage)
 	bufpool.Put(b)
 	if err != nil {
 		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, scrub(err.Error(), x.route.apiKey)))
@@ -196,7 +196,7 @@ func (s *Server) translatedRelay(w http.ResponseWriter, r *http.Request, x *exch
 	}
 	err := relay(w, r, res.resp.Body, st.Feed, st.Done, st.Ping, s.ping)
 	if u, ok := st.(interface{ BackendUsage() *chat.Usage }); ok {
-		noteUsage(w, u.BackendUsage())
+		x.noteUsage(w, u.BackendUsage())
 	}
 	x.finish(err)
 	if r.Context().Err() != nil {

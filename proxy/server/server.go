@@ -82,6 +82,7 @@ type Server struct {
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool   // a Messages backend's count_tokens URL → served
 	counter    *tokenize.Counter // backends' /tokenize
+	scales     promptScales      // each backend model's count against the estimate
 
 	knownMu sync.RWMutex
 	known   map[backendModel]discover.Info // what discovery learnt

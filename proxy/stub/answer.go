@@ -86,6 +86,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		a := decide(&req)
+		if s.opts.ContextWindow > 0 {
+			a.promptTokens = windowPrompt(&req) // the count its window is checked with
+		}
 		if s.opts.NoTools && len(a.calls) > 0 {
 			a.calls, a.finish = nil, "stop"
 			a.text = "I would rather describe what I would do than call a tool."
@@ -126,10 +129,7 @@ func (s *Server) overWindow(req *chatRequest) string {
 	if window <= 0 {
 		return ""
 	}
-	prompt := (len(messagesText(req.Messages)) + 3) / 4
-	for range req.Messages {
-		prompt += 4
-	}
+	prompt := windowPrompt(req)
 	if prompt >= window {
 		return fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages. None", window, prompt)
 	}
@@ -137,6 +137,12 @@ func (s *Server) overWindow(req *chatRequest) string {
 		return fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). None", *req.MaxTokens, window, prompt, *req.MaxTokens, window, prompt)
 	}
 	return ""
+}
+
+// windowPrompt is the prompt as a stub with a window counts it: a token
+// per 4 bytes of message text and 4 a message.
+func windowPrompt(req *chatRequest) int {
+	return (len(messagesText(req.Messages))+3)/4 + 4*len(req.Messages)
 }
 
 func decide(req *chatRequest) answer {

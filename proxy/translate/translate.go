@@ -42,6 +42,10 @@ type Target struct {
 	// estimated prompt (MaxOutputTokens, when set, wins), and a prompt
 	// that cannot fit is refused with a *ContextOverflowError.
 	ContextWindow int
+	// PromptScale, when set, corrects the estimate of the prompt for the
+	// window's checks: the backend's count is about PromptScale/1000
+	// times the estimate (what it reported for earlier requests).
+	PromptScale int
 	// NoVision: the backend model cannot read images; each image becomes
 	// a short text placeholder.
 	NoVision bool

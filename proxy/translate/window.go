@@ -31,6 +31,7 @@ const ImagePlaceholder = "[image omitted: this model cannot read images]"
 // for the estimate's error (an eighth of the prompt and 64 tokens). A
 // prompt at or over the window is a *ContextOverflowError.
 func fitOutput(asked int64, prompt int, t Target) (int64, error) {
+	prompt = t.ScalePrompt(prompt)
 	if w := t.ContextWindow; w > 0 && prompt >= w {
 		return 0, &ContextOverflowError{Tokens: prompt, Window: w}
 	}
@@ -41,11 +42,23 @@ func fitOutput(asked int64, prompt int, t Target) (int64, error) {
 		return asked, nil
 	}
 	left := int64(t.ContextWindow - prompt)
-	room := left - int64(prompt/8) - 64
+	margin := prompt / 8 // the estimate's error
+	if t.PromptScale > 0 {
+		margin = prompt / 32 // corrected by the backend's own counts
+	}
+	room := left - int64(margin) - 64
 	if room < 1 {
 		room = left
 	}
 	return min(asked, room), nil
+}
+
+// ScalePrompt is an estimate of the prompt corrected by PromptScale.
+func (t Target) ScalePrompt(estimate int) int {
+	if t.PromptScale <= 0 {
+		return estimate
+	}
+	return int(int64(estimate) * int64(t.PromptScale) / 1000)
 }
 
 // estimateChat estimates the prompt tokens of a Chat request from the byte
