@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// exported gathers the names of every family the proxy and the warmer
-// export at start-up.
+// exported gathers the names of every family the proxy (web search on) and
+// the warmer export at start-up.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
-	m := New(Setup{Version: "test", Routes: []Route{{Alias: "a", Backend: "b"}}})
+	// With web search on, as the README's web search rows assume: its
+	// families have series from start-up only then.
+	m := New(Setup{Version: "test", Routes: []Route{{Alias: "a", Backend: "b"}}, SearchProvider: "searxng"})
 	w := NewWarmer([]string{"model"})
 	for _, reg := range []prometheus.Gatherer{m.Registry(), w.Registry()} {
 		mfs, err := reg.Gather()
