@@ -48,14 +48,19 @@ func (l *drainingListener) Accept() (net.Conn, error) {
 
 // StopAccepting closes the socket, so that new connections are refused,
 // and returns once Accept handed out the connections queued before (the
-// server then tracks them as its own), or after within.
-func (l *drainingListener) StopAccepting(within time.Duration) {
+// server then tracks them as its own), or after within: then it returns
+// how many Accept had not handed out yet.
+func (l *drainingListener) StopAccepting(within time.Duration) (left int) {
 	l.mu.Lock()
 	l.stopping = true
 	l.queued = takeQueued(l.TCPListener)
 	l.mu.Unlock()
 	select {
 	case <-l.over:
+		return 0
 	case <-time.After(within):
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.queued)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
 		metricsOn  = fs.Bool("metrics", true, "export Prometheus metrics on GET /metrics (no client key needed)")
 		metricsAt  = fs.String("metrics-addr", "", "serve /metrics on this address (e.g. :9464) instead of the API port")
+		procs      = fs.Int("procs", defaultProcs, "how many threads run the proxy's Go code at once (GOMAXPROCS; 0: one per CPU, Go's default); the GOMAXPROCS environment variable, when set, wins")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -140,6 +142,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		return 1
 	}
 	ln := newDrainingListener(tcp.(*net.TCPListener))
+	setProcs(*procs, getenv)
 	if *pprofAddr != "" {
 		pln, err := net.Listen("tcp", *pprofAddr)
 		if err != nil {
@@ -162,8 +165,11 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(mln)
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
+	conns := newConnTracker()
 	httpServer := &http.Server{
-		Handler:           srv,
+		Handler:           conns.Handler(srv),
+		ConnContext:       conns.ConnContext,
+		ConnState:         conns.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -173,7 +179,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	log.Info("proxy listening", "addr", ln.Addr().String(), "config", cfg.Path, "models", cfg.Aliases(),
-		"messages_endpoint", cfg.PassThrough, "auth", len(keys) > 0 || gate != nil, "per_user_keys", gate != nil)
+		"messages_endpoint", cfg.PassThrough, "auth", len(keys) > 0 || gate != nil, "per_user_keys", gate != nil, "procs", runtime.GOMAXPROCS(0))
 	// What each backend is (its context window, whether it reads images),
 	// and whether it is down or refuses its key, shows in the log at start,
 	// and is asked again every router_settings.health_check_interval.
@@ -199,8 +205,13 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	case <-time.After(*drainDelay):
 	case <-graceCtx.Done():
 	}
-	ln.StopAccepting(time.Second)
+	if left := ln.StopAccepting(time.Second); left > 0 {
+		log.Warn("shutting down: connections accepted before the listener closed were not taken up by the server within a second", "connections", left)
+	}
 	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active())
+	// Shutdown drops a request it reads after it began: first every
+	// connection accepted has its request handled, within the grace.
+	conns.Wait(graceCtx)
 	if err := httpServer.Shutdown(graceCtx); err != nil {
 		log.Warn("grace period over with requests still in flight", "active", srv.Active())
 		httpServer.Close()

@@ -99,6 +99,9 @@ func TestSigtermOneOfThreeUnderLoad(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
+	if len(failures) > 0 {
+		t.Logf("the log of the proxy told to stop:\n%s", procs[0].stderr.String())
+	}
 	t.Logf("%d requests done, %d failed; proxy 0 served %d that began after its SIGTERM; %d connections refused and sent to the next proxy",
 		done.Load(), len(failures), servedAfterSigterm.Load(), refused.Load())
 	if done.Load() < 100 {
