@@ -16,8 +16,9 @@ import (
 // on a 2-CPU virtual machine, where each such wake-up and sleep is a
 // context switch, that cost more than the proxy's own work. Measured with
 // bench --ab --ab-env GOMAXPROCS=1 (docs/performance.md): responses 43 KB
-// non-stream, added p50 1044 → 820 µs and CPU per request 1304 → 936 µs,
-// with the throughput at 32 and 256 connections no lower.
+// non-stream, added p50 1044 → 820 µs and CPU per request 1304 → 936 µs;
+// the price is throughput under heavy load and memory under a thousand
+// cold streams (README, "Running the proxy").
 const defaultProcs = 1
 
 // setProcs sets GOMAXPROCS to n (0: Go's default, one per CPU the

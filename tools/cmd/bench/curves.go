@@ -27,7 +27,7 @@ type curveSettings struct {
 
 func curvesFull() curveSettings {
 	return curveSettings{
-		requests:    map[string]int{"8 KB": 400, "54 KB": 400, "200 KB": 200, "1 MB": 60},
+		requests:    map[string]int{"8 KB": 400, "54 KB": 400, "200 KB": 200, "1 MB": 200},
 		toolReqs:    300,
 		streams:     []int{256, 1000, 4000},
 		holdEvents:  600, // 30 s at 50 ms
