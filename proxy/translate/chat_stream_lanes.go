@@ -135,10 +135,6 @@ type chatLanes struct {
 	err         error // a stream error read returned; read keeps returning it
 
 	dec sse.Decoder
-	// chunk is each event's decode, reset before it: its choices keep
-	// their memory from one event to the next, which spared each of a
-	// stream's events two allocations and a third of its decode time.
-	chunk chat.Chunk
 
 	lanes []lane
 	next  int // the next lane to open; lanes[next:] wait
@@ -254,9 +250,8 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		c.backendDone = true
 		return w.end(dst), nil
 	}
-	c.chunk = chat.Chunk{Choices: c.chunk.Choices[:0]}
-	ck := &c.chunk
-	if err := json.Unmarshal(data, ck, chunkOptions); err != nil {
+	var chunk chat.Chunk
+	if err := json.Unmarshal(data, &chunk, chunkOptions); err != nil {
 		if bytes.IndexByte(data, '\n') >= 0 {
 			// Some servers forget the blank line between events, so one
 			// event holds several data lines: read them one by one.
@@ -273,6 +268,7 @@ func (c *chatLanes) event(dst, data []byte, w laneWriter) ([]byte, error) {
 		}
 		return dst, nil // not a chunk (a keep-alive, a server's own notice)
 	}
+	ck := &chunk
 	if ck.Error != nil || len(ck.Choices) == 0 && ck.Usage == nil {
 		// An error object; or maybe an error in a shape without one, such as
 		// {"detail": …}, that decodes as an empty chunk.
