@@ -8,17 +8,17 @@ import (
 	"time"
 )
 
-// connTracker knows, for a graceful stop, which connections have not had a
-// request handled yet and how many handlers run. http.Server.Shutdown
-// closes a connection whose request it reads after Shutdown began without
-// answering it (its client sees the connection end, EOF): a connection
-// accepted before the listener closed whose request had not been read yet
-// lost its request. So the proxy calls Shutdown only once every accepted
-// connection has had its request handled (or closed), and no handler runs.
+// connTracker knows, for a graceful stop, which accepted connections have
+// not had a request handled yet. http.Server.Shutdown closes a connection
+// whose request it reads after Shutdown began without answering it (its
+// client sees the connection end, EOF): a connection accepted before the
+// listener closed whose request had not been read yet lost its request.
+// So the proxy calls Shutdown only once every accepted connection has had
+// a request reach its handler, or closed; Shutdown then waits for the
+// handlers that run.
 type connTracker struct {
-	mu       sync.Mutex
-	waiting  map[net.Conn]struct{} // accepted, no request handled yet
-	inflight int                   // handlers running
+	mu      sync.Mutex
+	waiting map[net.Conn]struct{}
 }
 
 type connKey struct{}
@@ -40,50 +40,45 @@ func (t *connTracker) ConnContext(ctx context.Context, c net.Conn) context.Conte
 // request was handled waits no more.
 func (t *connTracker) ConnState(c net.Conn, st http.ConnState) {
 	if st == http.StateClosed || st == http.StateHijacked {
-		t.mu.Lock()
-		delete(t.waiting, c)
-		t.mu.Unlock()
+		t.forget(c)
 	}
 }
 
-// Handler counts the handlers of h that run, and notes that their
-// connections had a request handled.
+// Handler notes that the connection of each request h handles had one
+// reach its handler.
 func (t *connTracker) Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := r.Context().Value(connKey{}).(net.Conn)
-		t.mu.Lock()
-		delete(t.waiting, c)
-		t.inflight++
-		t.mu.Unlock()
-		defer func() {
-			t.mu.Lock()
-			t.inflight--
-			t.mu.Unlock()
-		}()
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			t.forget(c)
+		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// idle reports whether no connection waits for its request to be handled
-// and no handler runs.
-func (t *connTracker) idle() bool {
+func (t *connTracker) forget(c net.Conn) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.waiting) == 0 && t.inflight == 0
+	delete(t.waiting, c)
+	t.mu.Unlock()
 }
 
-// Wait returns once idle, or when ctx ends (false). Call it after the
-// listener stopped accepting: a connection that never sends a request is
-// closed by the server's ReadHeaderTimeout.
-func (t *connTracker) Wait(ctx context.Context) bool {
+func (t *connTracker) waitingConns() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.waiting)
+}
+
+// Wait returns once no accepted connection waits for its first request
+// to reach a handler, or when ctx ends. Call it after the listener
+// stopped accepting: a connection that never sends a request is closed by
+// the server's ReadHeaderTimeout.
+func (t *connTracker) Wait(ctx context.Context) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !t.idle() {
+	for t.waitingConns() > 0 {
 		select {
 		case <-ctx.Done():
-			return false
+			return
 		case <-tick.C:
 		}
 	}
-	return true
 }

@@ -14,7 +14,6 @@ func TestSetProcs(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("--procs 1: GOMAXPROCS %d", got)
 	}
-	setProcs(0, noEnv)
 	runtime.SetDefaultGOMAXPROCS()
 	want := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(1)
