@@ -113,7 +113,7 @@ func TestCompactionItemReachesTheBackendAsItsSummary(t *testing.T) {
 		}
 		reqs := hh.backendRequests()
 		msgs, _ := json.Marshal(reqs[len(reqs)-1]["messages"])
-		if !strings.Contains(string(msgs), "A summary of the conversation so far") || !strings.Contains(string(msgs), "Hello from stub-backend") || strings.Contains(string(msgs), "dgm1.") {
+		if !strings.Contains(string(msgs), "A summary of the conversation so far") || !strings.Contains(string(msgs), "stub-summary:") || strings.Contains(string(msgs), "dgm1.") {
 			t.Errorf("%s: the backend got %s", name, msgs)
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -239,6 +240,9 @@ func (wc *wsConn) run(parent context.Context) string {
 			if f.err != nil {
 				if st := websocket.CloseStatus(f.err); st != -1 {
 					return "client closed (" + strconv.Itoa(int(st)) + ")"
+				}
+				if errors.Is(f.err, io.EOF) {
+					return "client closed the connection"
 				}
 				return "read: " + f.err.Error()
 			}
