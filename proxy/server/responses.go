@@ -24,11 +24,8 @@ import (
 // connection). Compaction items are opened, and a compaction_trigger
 // answered, first (responses_compaction.go).
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readBody(w, r, f)
+	body, ok := s.readResponsesBody(w, r, f)
 	if !ok {
-		return
-	}
-	if body, ok = s.openCompactions(w, f, body); !ok {
 		return
 	}
 	if s.compactOnTrigger(w, r, f, body) {

@@ -143,18 +143,26 @@ func (s *Server) openCompactions(w http.ResponseWriter, f format, body []byte) (
 
 // userMessage is a user message item holding text.
 func userMessage(text string) jsontext.Value {
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
 	b, _ := json.Marshal(struct {
 		Type    string `json:"type"`
 		Role    string `json:"role"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}{Type: "message", Role: "user", Content: []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{{"input_text", text}}})
+		Content []part `json:"content"`
+	}{"message", "user", []part{{"input_text", text}}})
 	return b
+}
+
+// readResponsesBody reads a Responses request's body with its compaction
+// items opened (ok false: answered).
+func (s *Server) readResponsesBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
+	body, ok := s.readBody(w, r, f)
+	if !ok {
+		return nil, false
+	}
+	return s.openCompactions(w, f, body)
 }
 
 // compactOnTrigger answers a request whose last input item is a
@@ -203,11 +211,8 @@ func (s *Server) compactOnTrigger(w http.ResponseWriter, r *http.Request, f form
 // (OpenAI's API reference, "Compact a response": a response.compaction
 // object with id, created_at, output and usage).
 func (s *Server) compactEndpoint(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readBody(w, r, f)
+	body, ok := s.readResponsesBody(w, r, f)
 	if !ok {
-		return
-	}
-	if body, ok = s.openCompactions(w, f, body); !ok {
 		return
 	}
 	ri, ok := decodeItems(body)
