@@ -163,32 +163,3 @@ type Event struct {
 	Call Call
 }
 
-// Scanner recognizes the reasoning and tool calls of one streamed answer.
-// Feed it the content deltas in order, then Close it. A Scanner is not
-// safe for concurrent use.
-type Scanner struct {
-	opts *Options
-}
-
-// NewScanner returns a Scanner for one answer.
-func NewScanner(o *Options) *Scanner {
-	if o == nil {
-		o = &Options{}
-	}
-	return &Scanner{opts: o}
-}
-
-// Feed takes the next piece of the content and appends to dst the events
-// it made certain.
-func (s *Scanner) Feed(dst []Event, delta string) []Event {
-	if delta == "" {
-		return dst
-	}
-	return append(dst, Event{Kind: EventText, Text: delta})
-}
-
-// Close ends the answer: it appends what was held back, as calls where it
-// was one, else as the text it was.
-func (s *Scanner) Close(dst []Event) []Event {
-	return dst
-}

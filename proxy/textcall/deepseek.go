@@ -1,0 +1,99 @@
+package textcall
+
+import "strings"
+
+// DeepSeek's markers: full-width bars and the SentencePiece space.
+const (
+	dsCallsBegin = "<｜tool▁calls▁begin｜>"
+	dsCallsEnd   = "<｜tool▁calls▁end｜>"
+	dsCallBegin  = "<｜tool▁call▁begin｜>"
+	dsCallEnd    = "<｜tool▁call▁end｜>"
+	dsSep        = "<｜tool▁sep｜>"
+)
+
+// DeepSeek: V3 and R1's
+// `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+// and V3.1's `<｜tool▁call▁begin｜>N<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`.
+func init() {
+	register(DeepSeek, parseDeepSeek, marker{text: dsCallsBegin})
+}
+
+func parseDeepSeek(s string, t *toolset) block {
+	i := len(dsCallsBegin)
+	var calls []Call
+	for {
+		i = skipSpace(s, i)
+		if k, st := expect(s, i, dsCallsEnd); st == complete && len(calls) > 0 {
+			return block{calls: calls, n: k, st: complete}
+		} else if st == incomplete {
+			return block{calls: calls, st: incomplete, cutOK: i == len(s) || len(calls) > 0}
+		}
+		k, st := expect(s, i, dsCallBegin)
+		if st != complete {
+			return block{st: st}
+		}
+		c, n, st := deepSeekCall(s, k, t)
+		if st != complete {
+			return block{st: st}
+		}
+		calls = append(calls, c)
+		n = skipSpace(s, n)
+		k, st = expect(s, n, dsCallEnd)
+		switch st {
+		case incomplete:
+			return block{calls: calls, st: incomplete, cutOK: true}
+		case bad:
+			return badBlock()
+		}
+		i = k
+	}
+}
+
+// deepSeekCall reads, after `<｜tool▁call▁begin｜>`, `type<｜tool▁sep｜>N` and
+// a json fence (V3, R1) or `N<｜tool▁sep｜>{…}` (V3.1).
+func deepSeekCall(s string, i int, t *toolset) (Call, int, status) {
+	j := strings.Index(s[i:], dsSep)
+	if j < 0 {
+		return Call{}, i, incomplete
+	}
+	head := strings.TrimSpace(s[i : i+j])
+	i = skipSpace(s, i+j+len(dsSep))
+	if i == len(s) {
+		return Call{}, i, incomplete
+	}
+	name := head
+	if s[i] != '{' { // V3: the name, then the arguments in a json fence
+		e := strings.IndexByte(s[i:], '\n')
+		if e < 0 {
+			return Call{}, i, incomplete
+		}
+		name = strings.TrimSpace(s[i : i+e])
+		k, st := expect(s, skipSpace(s, i+e), "```")
+		if st != complete {
+			return Call{}, i, st
+		}
+		for k < len(s) && s[k] != '\n' && s[k] != '{' { // the fence's language
+			k++
+		}
+		i = skipSpace(s, k)
+	}
+	if !t.has(name) {
+		return Call{}, i, bad
+	}
+	end, st := jsonValue(s, i)
+	if st != complete {
+		return Call{}, i, st
+	}
+	args, ok := compactObject([]byte(s[i:end]))
+	if !ok {
+		return Call{}, i, bad
+	}
+	if name != head { // the fence's close
+		k, st := expect(s, skipSpace(s, end), "```")
+		if st != complete {
+			return Call{}, i, st
+		}
+		end = k
+	}
+	return Call{Name: name, Arguments: args}, end, complete
+}
