@@ -89,7 +89,7 @@ func schemaType(p json.RawMessage) string {
 func typedValue(v, typ string) string {
 	w := strings.TrimSpace(v)
 	switch typ {
-	case "integer", "number":
+	case "integer", "number", "int", "float": // the last two: not JSON Schema, but met
 		if w != "" && (w[0] == '-' || '0' <= w[0] && w[0] <= '9') && json.Valid([]byte(w)) {
 			return w
 		}
@@ -99,7 +99,7 @@ func typedValue(v, typ string) string {
 				return string(b)
 			}
 		}
-	case "boolean":
+	case "boolean", "bool":
 		switch strings.ToLower(w) {
 		case "true":
 			return "true"

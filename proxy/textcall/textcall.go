@@ -162,4 +162,3 @@ type Event struct {
 	Text string
 	Call Call
 }
-
