@@ -25,10 +25,10 @@ func parseMistral(s string, t *toolset) block {
 		}
 		return block{calls: calls, n: end, st: complete}
 	}
-	// N[ARGS]{…} or N[CALL_ID]id[ARGS]{…}
-	j := strings.IndexByte(s[i:], '[')
+	// N[ARGS]{…}, N[CALL_ID]id[ARGS]{…}, or (Magistral) N{…}
+	j := strings.IndexAny(s[i:], "[{")
 	if j < 0 {
-		if strings.ContainsAny(s[i:], " \n{") {
+		if strings.ContainsAny(s[i:], " \n") {
 			return badBlock()
 		}
 		return incompleteBlock()
@@ -38,20 +38,23 @@ func parseMistral(s string, t *toolset) block {
 		return badBlock()
 	}
 	i += j
-	if k, st := expect(s, i, "[CALL_ID]"); st == incomplete {
-		return incompleteBlock()
-	} else if st == complete {
-		e := strings.Index(s[k:], "[ARGS]")
-		if e < 0 {
+	k := i
+	if s[i] == '[' {
+		if c, st := expect(s, i, "[CALL_ID]"); st == incomplete {
 			return incompleteBlock()
+		} else if st == complete {
+			e := strings.Index(s[c:], "[ARGS]")
+			if e < 0 {
+				return incompleteBlock()
+			}
+			i = c + e
 		}
-		i = k + e
+		var st status
+		if k, st = expect(s, i, "[ARGS]"); st != complete {
+			return block{st: st}
+		}
+		k = skipSpace(s, k)
 	}
-	k, st := expect(s, i, "[ARGS]")
-	if st != complete {
-		return block{st: st}
-	}
-	k = skipSpace(s, k)
 	end, st := jsonValue(s, k)
 	if st != complete {
 		return block{st: st}
