@@ -16,7 +16,7 @@ func parseHermes(s string, t *toolset) block {
 	if s[i] != '{' {
 		return badBlock()
 	}
-	c, ok := callFromJSON([]byte(s[i:end]), t, "arguments", "parameters")
+	c, ok := callFromJSON([]byte(s[i:end]), t, false, "arguments", "parameters")
 	if !ok {
 		return badBlock()
 	}

@@ -51,9 +51,9 @@ func compactJSON(s string) (string, bool) {
 
 // callFromJSON reads a call written as a JSON object with a "name" and its
 // arguments under one of argKeys: an object, or a string that holds one
-// (as Hermes models write them at times). No arguments are {}. The tool
-// must be one the request offered.
-func callFromJSON(raw []byte, t *toolset, argKeys ...string) (Call, bool) {
+// (as Hermes models write them at times). No arguments are {}, unless
+// needArgs. The tool must be one the request offered.
+func callFromJSON(raw []byte, t *toolset, needArgs bool, argKeys ...string) (Call, bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return Call{}, false
@@ -73,9 +73,9 @@ func callFromJSON(raw []byte, t *toolset, argKeys ...string) (Call, bool) {
 			return Call{}, false
 		}
 		c.Arguments = args
-		break
+		return c, true
 	}
-	return c, true
+	return c, !needArgs
 }
 
 // argumentsValue is a call's arguments: an object, or a JSON string that
@@ -102,7 +102,7 @@ func argumentsValue(a json.RawMessage) (string, bool) {
 func callsFromJSON(raw string, t *toolset, argKeys ...string) ([]Call, bool) {
 	raw = strings.TrimSpace(raw)
 	if strings.HasPrefix(raw, "{") {
-		c, ok := callFromJSON([]byte(raw), t, argKeys...)
+		c, ok := callFromJSON([]byte(raw), t, false, argKeys...)
 		if !ok {
 			return nil, false
 		}
@@ -114,7 +114,7 @@ func callsFromJSON(raw string, t *toolset, argKeys ...string) ([]Call, bool) {
 	}
 	calls := make([]Call, 0, len(list))
 	for _, e := range list {
-		c, ok := callFromJSON(e, t, argKeys...)
+		c, ok := callFromJSON(e, t, false, argKeys...)
 		if !ok {
 			return nil, false
 		}

@@ -25,7 +25,7 @@ func parseLlama3JSON(s string, t *toolset) block {
 			// Cut after a "; ": the calls before it are whole.
 			return block{calls: calls, st: incomplete, cutOK: i == len(s)}
 		}
-		c, ok := callFromJSON([]byte(s[i:end]), t, "parameters", "arguments")
+		c, ok := callFromJSON([]byte(s[i:end]), t, true, "parameters", "arguments")
 		if !ok {
 			return badBlock()
 		}

@@ -190,13 +190,13 @@ func pyNumber(b *strings.Builder, s string, i int) (int, status) {
 		return j, incomplete
 	}
 	w := strings.ReplaceAll(s[i:j], "_", "")
-	if json.Valid([]byte(w)) && w[0] != '+' {
+	f, err := strconv.ParseFloat(w, 64)
+	if err != nil { // 1e999 too: no JSON reader takes it
+		return i, bad
+	}
+	if json.Valid([]byte(w)) {
 		b.WriteString(w)
 		return j, complete
-	}
-	f, err := strconv.ParseFloat(w, 64)
-	if err != nil {
-		return i, bad
 	}
 	out, err := json.Marshal(f)
 	if err != nil {

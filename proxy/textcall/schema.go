@@ -90,10 +90,10 @@ func typedValue(v, typ string) string {
 	w := strings.TrimSpace(v)
 	switch typ {
 	case "integer", "number", "int", "float": // the last two: not JSON Schema, but met
-		if w != "" && (w[0] == '-' || '0' <= w[0] && w[0] <= '9') && json.Valid([]byte(w)) {
-			return w
-		}
 		if f, err := strconv.ParseFloat(w, 64); err == nil {
+			if json.Valid([]byte(w)) {
+				return w
+			}
 			// 1., .5, +1: numbers to Python, not to JSON
 			if b, err := json.Marshal(f); err == nil {
 				return string(b)
