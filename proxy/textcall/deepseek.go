@@ -2,43 +2,48 @@ package textcall
 
 import "strings"
 
-// DeepSeek's markers: full-width bars and the SentencePiece space.
-const (
-	dsCallsBegin = "<｜tool▁calls▁begin｜>"
-	dsCallsEnd   = "<｜tool▁calls▁end｜>"
-	dsCallBegin  = "<｜tool▁call▁begin｜>"
-	dsCallEnd    = "<｜tool▁call▁end｜>"
-	dsSep        = "<｜tool▁sep｜>"
-)
+// dsTokens are DeepSeek's markers, written with full-width bars and the
+// SentencePiece space, or (in Ollama's templates) with ASCII bars.
+type dsTokens struct{ callsBegin, callsEnd, callBegin, callEnd, sep string }
+
+var dsWide, dsASCII = dsTokens{
+	"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
+}, dsTokens{
+	"<|tool▁calls▁begin|>", "<|tool▁calls▁end|>", "<|tool▁call▁begin|>", "<|tool▁call▁end|>", "<|tool▁sep|>",
+}
 
 // DeepSeek: V3 and R1's
 // `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
 // and V3.1's `<｜tool▁call▁begin｜>N<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`.
 func init() {
-	register(DeepSeek, parseDeepSeek, marker{text: dsCallsBegin})
+	register(DeepSeek, parseDeepSeek, marker{text: dsWide.callsBegin}, marker{text: dsASCII.callsBegin})
 }
 
 func parseDeepSeek(s string, t *toolset) block {
-	i := len(dsCallsBegin)
+	tk := &dsWide
+	if strings.HasPrefix(s, dsASCII.callsBegin) {
+		tk = &dsASCII
+	}
+	i := len(tk.callsBegin)
 	var calls []Call
 	for {
 		i = skipSpace(s, i)
-		if k, st := expect(s, i, dsCallsEnd); st == complete && len(calls) > 0 {
+		if k, st := expect(s, i, tk.callsEnd); st == complete && len(calls) > 0 {
 			return block{calls: calls, n: k, st: complete}
 		} else if st == incomplete {
 			return block{calls: calls, st: incomplete, cutOK: i == len(s) || len(calls) > 0}
 		}
-		k, st := expect(s, i, dsCallBegin)
+		k, st := expect(s, i, tk.callBegin)
 		if st != complete {
 			return block{st: st}
 		}
-		c, n, st := deepSeekCall(s, k, t)
+		c, n, st := deepSeekCall(s, k, t, tk)
 		if st != complete {
 			return block{st: st}
 		}
 		calls = append(calls, c)
 		n = skipSpace(s, n)
-		k, st = expect(s, n, dsCallEnd)
+		k, st = expect(s, n, tk.callEnd)
 		switch st {
 		case incomplete:
 			return block{calls: calls, st: incomplete, cutOK: true}
@@ -51,13 +56,13 @@ func parseDeepSeek(s string, t *toolset) block {
 
 // deepSeekCall reads, after `<｜tool▁call▁begin｜>`, `type<｜tool▁sep｜>N` and
 // a json fence (V3, R1) or `N<｜tool▁sep｜>{…}` (V3.1).
-func deepSeekCall(s string, i int, t *toolset) (Call, int, status) {
-	j := strings.Index(s[i:], dsSep)
+func deepSeekCall(s string, i int, t *toolset, tk *dsTokens) (Call, int, status) {
+	j := strings.Index(s[i:], tk.sep)
 	if j < 0 {
 		return Call{}, i, incomplete
 	}
 	head := strings.TrimSpace(s[i : i+j])
-	i = skipSpace(s, i+j+len(dsSep))
+	i = skipSpace(s, i+j+len(tk.sep))
 	if i == len(s) {
 		return Call{}, i, incomplete
 	}

@@ -101,6 +101,10 @@ func (r *recognizer) run(s string, t *toolset, final bool) ([]Call, verdict) {
 		}
 		calls = append(calls, b.calls...)
 		pos = skipSpace(s, pos+b.n)
+		var partial bool
+		if pos, partial = skipStops(s, pos); partial && !final {
+			return nil, vMore
+		}
 		if pos == len(s) {
 			if !final {
 				return nil, vMore
@@ -113,6 +117,31 @@ func (r *recognizer) run(s string, t *toolset, final bool) ([]Call, verdict) {
 				return nil, vMore
 			}
 			return nil, vNot
+		}
+	}
+}
+
+// stopTokens end a turn; a server that does not strip them leaves them
+// after the calls (Ollama's DeepSeek template test shows one).
+var stopTokens = [...]string{
+	"<|end▁of▁sentence|>", "<｜end▁of▁sentence｜>", "<|im_end|>", "<|eot_id|>",
+	"<|eom_id|>", "<|endoftext|>", "<|return|>", "<|end|>", "</s>",
+}
+
+// skipStops skips the stop tokens and whitespace at s[i:]; partial reports
+// that s ends inside what could be one.
+func skipStops(s string, i int) (int, bool) {
+	for {
+		skipped := false
+		for _, t := range stopTokens {
+			if j, st := expect(s, i, t); st == complete {
+				i, skipped = skipSpace(s, j), true
+			} else if st == incomplete && i < len(s) {
+				return i, true
+			}
+		}
+		if !skipped {
+			return i, false
 		}
 	}
 }
