@@ -27,7 +27,7 @@ func parseFencedJSON(s string, t *toolset) block {
 	if st != complete {
 		return block{st: st}
 	}
-	calls, ok := callsFromJSON(s[i:end], t, "arguments", "parameters")
+	calls, ok := callsFromJSON(s[i:end], t, true, "arguments", "parameters")
 	if !ok {
 		return badBlock()
 	}

@@ -17,7 +17,7 @@ func jsonListBlock(s string, i int, t *toolset) block {
 	if st != complete {
 		return block{st: st}
 	}
-	calls, ok := callsFromJSON(s[i:end], t, "arguments", "parameters")
+	calls, ok := callsFromJSON(s[i:end], t, true, "arguments", "parameters")
 	if !ok {
 		return badBlock()
 	}

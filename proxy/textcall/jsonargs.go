@@ -98,11 +98,11 @@ func argumentsValue(a json.RawMessage) (string, bool) {
 	return compactObject(a)
 }
 
-// callsFromJSON reads one call object or an array of them.
-func callsFromJSON(raw string, t *toolset, argKeys ...string) ([]Call, bool) {
+// callsFromJSON reads one call object or a non-empty array of them.
+func callsFromJSON(raw string, t *toolset, needArgs bool, argKeys ...string) ([]Call, bool) {
 	raw = strings.TrimSpace(raw)
 	if strings.HasPrefix(raw, "{") {
-		c, ok := callFromJSON([]byte(raw), t, false, argKeys...)
+		c, ok := callFromJSON([]byte(raw), t, needArgs, argKeys...)
 		if !ok {
 			return nil, false
 		}
@@ -114,7 +114,7 @@ func callsFromJSON(raw string, t *toolset, argKeys ...string) ([]Call, bool) {
 	}
 	calls := make([]Call, 0, len(list))
 	for _, e := range list {
-		c, ok := callFromJSON(e, t, false, argKeys...)
+		c, ok := callFromJSON(e, t, needArgs, argKeys...)
 		if !ok {
 			return nil, false
 		}

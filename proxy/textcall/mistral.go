@@ -19,7 +19,7 @@ func parseMistral(s string, t *toolset) block {
 		if st != complete {
 			return block{st: st}
 		}
-		calls, ok := callsFromJSON(s[i:end], t, "arguments", "parameters")
+		calls, ok := callsFromJSON(s[i:end], t, false, "arguments", "parameters")
 		if !ok {
 			return badBlock()
 		}
