@@ -59,6 +59,9 @@ var recognizers [numFamilies]recognizer
 var (
 	markersByFirst [256][]marker
 	firstByte      [256]Set
+	// secondByte[b] is the set of bytes that follow b in a marker of two
+	// bytes or more: most `<` and `f` of prose fail on it.
+	secondByte [256][4]uint64
 )
 
 func register(f Family, parse func(string, *toolset) block, markers ...marker) {
@@ -67,6 +70,9 @@ func register(f Family, parse func(string, *toolset) block, markers ...marker) {
 		b := markers[i].text[0]
 		markersByFirst[b] = append(markersByFirst[b], markers[i])
 		firstByte[b] |= 1 << f
+		if t := markers[i].text; len(t) > 1 {
+			secondByte[b][t[1]>>6] |= 1 << (t[1] & 63)
+		}
 	}
 	recognizers[f] = recognizer{markers: markers, parse: parse}
 }

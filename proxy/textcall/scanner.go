@@ -38,8 +38,12 @@ type Scanner struct {
 	tools  toolset
 	active Set // the families tried: none when the request offered no tools
 
-	st   state
-	pend strings.Builder // the bytes fed and not yet given out
+	st state
+	// The bytes fed and not yet given out: the short end of the last
+	// delta in tail (text that could begin a marker, a cut character), a
+	// held region, or a longer wait, in pend.
+	pend strings.Builder
+	tail string
 
 	rEnd string // stReasoning: the marker that ends the reasoning
 	// atStart: no answer text given out yet, only whitespace: the
@@ -50,8 +54,6 @@ type Scanner struct {
 
 	fams      Set // stHeld: the families whose marker starts the held text
 	nextCheck int // stHeld: the held length at which to try them again
-
-	base int // the index in dst of the first event of this Feed or Close
 }
 
 // NewScanner returns a Scanner for one answer.
@@ -73,45 +75,91 @@ func (s *Scanner) Feed(dst []Event, delta string) []Event {
 	if delta == "" {
 		return dst
 	}
-	s.base = len(dst)
-	if s.pend.Len() == 0 {
-		var rest int
-		dst, rest = s.run(dst, delta, false)
-		if rest < len(delta) {
-			s.pend.WriteString(delta[rest:])
+	var data string
+	switch {
+	case s.tail != "" && s.st == stText && !s.continues(delta):
+		// The usual end of a hold: the bytes that could have begun a
+		// marker do not, and are text, given out without copying them
+		// up to the next byte that could begin one.
+		t := s.tail
+		j := 1
+		for j < len(t) && firstByte[t[j]]&s.active == 0 {
+			j++
+		}
+		dst = s.emit(dst, EventText, t[:j])
+		s.tail, s.atStart = "", false
+		data = delta
+		if j < len(t) {
+			data = t[j:] + delta
+		}
+	case s.tail != "":
+		data = s.tail + delta
+		s.tail = ""
+	case s.pend.Len() > 0:
+		s.pend.WriteString(delta)
+		data = s.pend.String()
+		dst, rest := s.run(dst, data, false)
+		if rest > 0 {
+			// A new Builder: the events given out may share the old
+			// one's bytes, which a Builder never rewrites.
+			s.pend = strings.Builder{}
+			s.keep(data[rest:])
 		}
 		return dst
+	default:
+		data = delta
 	}
-	s.pend.WriteString(delta)
-	data := s.pend.String()
 	dst, rest := s.run(dst, data, false)
-	if rest > 0 {
-		// A new Builder: the events given out may share the old one's
-		// bytes, which a Builder never rewrites.
-		s.pend = strings.Builder{}
-		s.pend.WriteString(data[rest:])
-	}
+	s.keep(data[rest:])
 	return dst
+}
+
+// keep holds the bytes run could not give out yet.
+func (s *Scanner) keep(rest string) {
+	if rest == "" {
+		return
+	}
+	if s.st != stHeld && len(rest) <= 64 {
+		s.tail = rest
+		return
+	}
+	s.pend.WriteString(rest)
+}
+
+// continues reports whether the held tail, which begins a marker of the
+// text state, could go on into delta as one.
+func (s *Scanner) continues(delta string) bool {
+	t := s.tail
+	if t[0] >= utf8.RuneSelf && !utf8.FullRuneInString(t) {
+		return true // a cut character: joined to be given out whole
+	}
+	for _, m := range markersByFirst[t[0]] {
+		if !s.active.Has(m.family) || m.whole && !s.atStart || !strings.HasPrefix(m.text, t) {
+			continue
+		}
+		more := m.text[len(t):]
+		if more == "" || strings.HasPrefix(delta, more) || strings.HasPrefix(more, delta) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close ends the answer: it appends what was held back, as calls where it
 // was one, else as the text it was.
 func (s *Scanner) Close(dst []Event) []Event {
-	s.base = len(dst)
 	data := s.pend.String()
+	if s.tail != "" {
+		data, s.tail = s.tail, ""
+	}
 	s.pend = strings.Builder{}
 	dst, _ = s.run(dst, data, true)
 	return dst
 }
 
-// emit appends text or reasoning, merged with the event before it when
-// this Feed gave that one out too.
+// emit appends text or reasoning (none when t is empty).
 func (s *Scanner) emit(dst []Event, k EventKind, t string) []Event {
 	if t == "" {
-		return dst
-	}
-	if n := len(dst); n > s.base && dst[n-1].Kind == k {
-		dst[n-1].Text += t
 		return dst
 	}
 	return append(dst, Event{Kind: k, Text: t})
@@ -209,8 +257,14 @@ func (s *Scanner) text(dst []Event, data string, pos int, final bool) ([]Event, 
 		pos++
 	}
 	for ; pos < len(data); pos++ {
-		if firstByte[data[pos]]&active == 0 {
+		b := data[pos]
+		if firstByte[b]&active == 0 {
 			continue
+		}
+		if pos+1 < len(data) {
+			if c := data[pos+1]; secondByte[b][c>>6]&(1<<(c&63)) == 0 {
+				continue
+			}
 		}
 		fams, partial := match(data[pos:], active, false)
 		if partial && !final {
