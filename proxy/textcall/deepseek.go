@@ -38,6 +38,9 @@ func parseDeepSeek(s string, t *toolset) block {
 			return block{st: st}
 		}
 		c, n, st := deepSeekCall(s, k, t, tk)
+		if st == incomplete && c.Name != "" { // cut before the fence's close
+			return block{calls: append(calls, c), st: incomplete, cutOK: true}
+		}
 		if st != complete {
 			return block{st: st}
 		}
@@ -55,7 +58,8 @@ func parseDeepSeek(s string, t *toolset) block {
 }
 
 // deepSeekCall reads, after `<｜tool▁call▁begin｜>`, `type<｜tool▁sep｜>N` and
-// a json fence (V3, R1) or `N<｜tool▁sep｜>{…}` (V3.1).
+// a json fence (V3, R1) or `N<｜tool▁sep｜>{…}` (V3.1). Cut after whole
+// arguments but before the fence's close, it returns the call, incomplete.
 func deepSeekCall(s string, i int, t *toolset, tk *dsTokens) (Call, int, status) {
 	j := strings.Index(s[i:], tk.sep)
 	if j < 0 {
@@ -93,12 +97,16 @@ func deepSeekCall(s string, i int, t *toolset, tk *dsTokens) (Call, int, status)
 	if !ok {
 		return Call{}, i, bad
 	}
+	c := Call{Name: name, Arguments: args}
 	if name != head { // the fence's close
 		k, st := expect(s, skipSpace(s, end), "```")
-		if st != complete {
-			return Call{}, i, st
+		if st == incomplete {
+			return c, i, incomplete // whole, but cut
+		}
+		if st == bad {
+			return Call{}, i, bad
 		}
 		end = k
 	}
-	return Call{Name: name, Arguments: args}, end, complete
+	return c, end, complete
 }

@@ -13,6 +13,9 @@ func parseGLM(s string, t *toolset) block {
 	i := skipSpace(s, len("<tool_call>"))
 	j := strings.IndexAny(s[i:], "<\n")
 	if j < 0 {
+		if !t.begins(strings.TrimSpace(s[i:])) {
+			return badBlock()
+		}
 		return incompleteBlock()
 	}
 	name := strings.TrimSpace(s[i : i+j])

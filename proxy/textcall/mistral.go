@@ -28,7 +28,7 @@ func parseMistral(s string, t *toolset) block {
 	// N[ARGS]{…}, N[CALL_ID]id[ARGS]{…}, or (Magistral) N{…}
 	j := strings.IndexAny(s[i:], "[{")
 	if j < 0 {
-		if strings.ContainsAny(s[i:], " \n") {
+		if strings.ContainsAny(s[i:], " \n") || !t.begins(s[i:]) {
 			return badBlock()
 		}
 		return incompleteBlock()

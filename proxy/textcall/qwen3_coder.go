@@ -57,7 +57,7 @@ func xmlFunction(s string, i int, t *toolset) (Call, int, status) {
 	}
 	j := strings.IndexByte(s[i:], '>')
 	if j < 0 {
-		if strings.ContainsAny(s[i:], "<\n") {
+		if strings.ContainsAny(s[i:], "<\n") || !t.begins(strings.TrimSpace(s[i:])) {
 			return Call{}, i, bad
 		}
 		return Call{}, i, incomplete

@@ -16,6 +16,17 @@ type toolset struct {
 
 func (t *toolset) has(name string) bool { return t.find(name) >= 0 }
 
+// begins reports whether some tool's name begins with p: a name still
+// being written could become one.
+func (t *toolset) begins(p string) bool {
+	for i := range t.tools {
+		if strings.HasPrefix(t.tools[i].Name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *toolset) find(name string) int {
 	if name == "" {
 		return -1
