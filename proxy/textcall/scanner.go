@@ -130,7 +130,7 @@ func (s *Scanner) keep(rest string) {
 // text state, could go on into delta as one.
 func (s *Scanner) continues(delta string) bool {
 	t := s.tail
-	if t[0] >= utf8.RuneSelf && !utf8.FullRuneInString(t) {
+	if cutRune(t) > 0 {
 		return true // a cut character: joined to be given out whole
 	}
 	for _, m := range markersByFirst[t[0]] {

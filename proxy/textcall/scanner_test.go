@@ -158,6 +158,9 @@ func FuzzScannerSplits(f *testing.F) {
 		f.Add(fx.content, uint64(0x9e3779b97f4a7c15), byte(0))
 		f.Add(fx.content, uint64(len(fx.content)*7919), byte(1))
 	}
+	for i, p := range pieces {
+		f.Add("Well, "+p+pieces[(i*7)%len(pieces)], uint64(i)*0x2545f4914f6cdd1d, byte(i))
+	}
 	tools := []Tool{{Name: "get_weather"}, {Name: "search"}, {Name: "bash"}, {Name: "add"},
 		{Name: "calculate", Parameters: []byte(`{"properties":{"x":{"type":"number"},"items":{"type":"array"}}}`)}}
 	f.Fuzz(func(t *testing.T, content string, cuts uint64, mode byte) {
@@ -176,8 +179,16 @@ func FuzzScannerSplits(f *testing.F) {
 				c *= 0x9e3779b97f4a7c15
 			}
 		}
-		if got := merged(feed(o, content, offs)); !reflect.DeepEqual(got, want) {
+		split := feed(o, content, offs)
+		if got := merged(split); !reflect.DeepEqual(got, want) {
 			t.Fatalf("cut at %v:\n%+v\nwhole:\n%+v", offs, got, want)
+		}
+		if utf8.ValidString(content) {
+			for _, e := range split {
+				if !utf8.ValidString(e.Text) {
+					t.Fatalf("cut at %v: event %q splits a character", offs, e.Text)
+				}
+			}
 		}
 		r := Parse(content, o)
 		var text, reasoning strings.Builder
