@@ -2,7 +2,9 @@
 #
 #   make build   static binaries in bin/
 #   make test    every test of every module, integration tests included
-#   make lint    gofmt, go vet, staticcheck, promtool check metrics (lint-metrics)
+#   make lint    gofmt, go vet, staticcheck, repolint (no tracked binaries or
+#                large files; the docs' links and anchors), promtool check
+#                metrics (lint-metrics)
 #   make images  the proxy and warmer images, tagged with the version
 #   make chart   the Helm chart's checks (also part of make test)
 
@@ -64,6 +66,7 @@ fuzz:
 	done
 
 lint:
+	$(GO) run ./tools/cmd/repolint
 	@out=$$(gofmt -l proxy warmer notifier tools deploy/helm/chartcheck); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(MODULES)
