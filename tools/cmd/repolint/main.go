@@ -8,6 +8,8 @@
 //   - Every relative link of README.md and docs/*.md names a tracked file
 //     or folder, and every #anchor a heading (or an HTML id) of the page it
 //     points into, the anchor computed as GitHub computes it.
+//   - In a Go workspace (go.work), the packages' imports keep the rules of
+//     the layout that docs/architecture.md states (see layout.go).
 //
 // The tracked files are those of git's index (git ls-files), read from the
 // work tree. It prints one line per finding and exits 1 when there is any.
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 func main() {
@@ -45,6 +48,14 @@ func run(dir string, maxBytes int64, w io.Writer) int {
 		return 2
 	}
 	findings = append(findings, links...)
+	if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+		pkgs, err := workspaceImports(dir)
+		if err != nil {
+			fmt.Fprintln(w, "repolint:", err)
+			return 2
+		}
+		findings = append(findings, checkLayout(pkgs)...)
+	}
 	for _, f := range findings {
 		fmt.Fprintln(w, f)
 	}
