@@ -66,20 +66,14 @@ func blankCodeSpans(s string) string {
 			i++
 			continue
 		}
-		n := 0
-		for i+n < len(b) && b[i+n] == '`' {
-			n++
-		}
+		n := backticks(b, i)
 		end := -1
 		for j := i + n; j < len(b); {
 			if b[j] != '`' {
 				j++
 				continue
 			}
-			m := 0
-			for j+m < len(b) && b[j+m] == '`' {
-				m++
-			}
+			m := backticks(b, j)
 			if m == n {
 				end = j + m
 				break
@@ -98,6 +92,15 @@ func blankCodeSpans(s string) string {
 		i = end
 	}
 	return string(b)
+}
+
+// backticks is the length of the run of backticks at b[i:].
+func backticks(b []byte, i int) int {
+	n := 0
+	for i+n < len(b) && b[i+n] == '`' {
+		n++
+	}
+	return n
 }
 
 var (
