@@ -45,15 +45,11 @@ func parseDeepSeek(s string, t *toolset) block {
 			return block{st: st}
 		}
 		calls = append(calls, c)
-		n = skipSpace(s, n)
-		k, st = expect(s, n, tk.callEnd)
-		switch st {
-		case incomplete:
-			return block{calls: calls, st: incomplete, cutOK: true}
-		case bad:
-			return badBlock()
+		var ok bool
+		var b block
+		if i, b, ok = closeCall(s, n, tk.callEnd, calls); !ok {
+			return b
 		}
-		i = k
 	}
 }
 
@@ -89,13 +85,9 @@ func deepSeekCall(s string, i int, t *toolset, tk *dsTokens) (Call, int, status)
 	if !t.has(name) {
 		return Call{}, i, bad
 	}
-	end, st := jsonValue(s, i)
+	args, end, st := jsonArgs(s, i)
 	if st != complete {
 		return Call{}, i, st
-	}
-	args, ok := compactObject([]byte(s[i:end]))
-	if !ok {
-		return Call{}, i, bad
 	}
 	c := Call{Name: name, Arguments: args}
 	if name != head { // the fence's close

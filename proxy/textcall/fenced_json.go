@@ -22,21 +22,16 @@ func parseFencedJSON(s string, t *toolset) block {
 	if lang := strings.ToLower(s[i:j]); lang != "" && lang != "json" && lang != "tool_call" {
 		return badBlock()
 	}
-	i = skipSpace(s, j)
-	end, st := jsonValue(s, i)
-	if st != complete {
-		return block{st: st}
+	b := jsonListBlock(s, j, t)
+	if b.st != complete {
+		return b
 	}
-	calls, ok := callsFromJSON(s[i:end], t, true, "arguments", "parameters")
-	if !ok {
-		return badBlock()
-	}
-	k, st := expect(s, skipSpace(s, end), "```")
+	k, st := expect(s, skipSpace(s, b.n), "```")
 	switch st {
 	case complete:
-		return block{calls: calls, n: k, st: complete}
+		return block{calls: b.calls, n: k, st: complete}
 	case incomplete:
-		return block{calls: calls, st: incomplete, cutOK: true}
+		return block{calls: b.calls, st: incomplete, cutOK: true}
 	}
 	return badBlock()
 }

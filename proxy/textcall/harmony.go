@@ -50,13 +50,9 @@ func parseHarmony(s string, t *toolset) block {
 		return badBlock()
 	}
 	i = skipSpace(s, i+m+len("<|message|>"))
-	end, st := jsonValue(s, i)
+	args, end, st := jsonArgs(s, i)
 	if st != complete {
 		return block{st: st}
-	}
-	args, ok := compactObject([]byte(s[i:end]))
-	if !ok {
-		return badBlock()
 	}
 	c := []Call{{Name: name, Arguments: args}}
 	k, st := expect(s, skipSpace(s, end), "<|call|>")

@@ -30,6 +30,20 @@ func jsonValue(s string, i int) (int, status) {
 	}
 }
 
+// jsonArgs reads a call's arguments, a JSON object, at s[i:]: compacted,
+// with its end.
+func jsonArgs(s string, i int) (string, int, status) {
+	end, st := jsonValue(s, i)
+	if st != complete {
+		return "", i, st
+	}
+	args, ok := compactObject([]byte(s[i:end]))
+	if !ok {
+		return "", i, bad
+	}
+	return args, end, complete
+}
+
 // compactObject returns the JSON object raw compacted, or false when raw
 // is not an object.
 func compactObject(raw []byte) (string, bool) {

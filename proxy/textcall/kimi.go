@@ -41,23 +41,16 @@ func parseKimi(s string, t *toolset) block {
 			return badBlock()
 		}
 		k = skipSpace(s, k+a+len("<|tool_call_argument_begin|>"))
-		end, st := jsonValue(s, k)
+		args, end, st := jsonArgs(s, k)
 		if st != complete {
 			return block{st: st}
 		}
-		args, ok := compactObject([]byte(s[k:end]))
-		if !ok {
-			return badBlock()
-		}
 		calls = append(calls, Call{Name: name, Arguments: args})
-		k, st = expect(s, skipSpace(s, end), "<|tool_call_end|>")
-		switch st {
-		case incomplete:
-			return block{calls: calls, st: incomplete, cutOK: true}
-		case bad:
-			return badBlock()
+		var ok bool
+		var b block
+		if i, b, ok = closeCall(s, end, "<|tool_call_end|>", calls); !ok {
+			return b
 		}
-		i = k
 	}
 }
 

@@ -55,13 +55,9 @@ func parseMistral(s string, t *toolset) block {
 		}
 		k = skipSpace(s, k)
 	}
-	end, st := jsonValue(s, k)
+	args, end, st := jsonArgs(s, k)
 	if st != complete {
 		return block{st: st}
-	}
-	args, ok := compactObject([]byte(s[k:end]))
-	if !ok {
-		return badBlock()
 	}
 	return block{calls: []Call{{Name: name, Arguments: args}}, n: end, st: complete}
 }

@@ -19,7 +19,7 @@ func parseQwen3Coder(s string, t *toolset) block {
 	}
 	var calls []Call
 	for {
-		c, n, st := xmlFunction(s, i, t)
+		c, n, st := qwenXML.call(s, i, t)
 		if st != complete {
 			return block{st: st}
 		}
@@ -49,56 +49,4 @@ func parseQwen3Coder(s string, t *toolset) block {
 	}
 }
 
-// xmlFunction reads `<function=N>` and its parameters at s[i:].
-func xmlFunction(s string, i int, t *toolset) (Call, int, status) {
-	i, st := expect(s, i, "<function=")
-	if st != complete {
-		return Call{}, i, st
-	}
-	j := strings.IndexByte(s[i:], '>')
-	if j < 0 {
-		if strings.ContainsAny(s[i:], "<\n") || !t.begins(strings.TrimSpace(s[i:])) {
-			return Call{}, i, bad
-		}
-		return Call{}, i, incomplete
-	}
-	name := strings.TrimSpace(s[i : i+j])
-	if !t.has(name) {
-		return Call{}, i, bad
-	}
-	i += j + 1
-	var b strings.Builder
-	b.WriteByte('{')
-	for n := 0; ; n++ {
-		i = skipSpace(s, i)
-		if k, st := expect(s, i, "</function>"); st == complete {
-			b.WriteByte('}')
-			return Call{Name: name, Arguments: b.String()}, k, complete
-		} else if st == incomplete {
-			return Call{}, i, incomplete
-		}
-		k, st := expect(s, i, "<parameter=")
-		if st != complete {
-			return Call{}, i, st
-		}
-		e := strings.IndexByte(s[k:], '>')
-		if e < 0 {
-			return Call{}, k, incomplete
-		}
-		key := strings.TrimSpace(s[k : k+e])
-		k += e + 1
-		end, st := closeBefore(s, k, "</parameter>", "<parameter=", "</function>")
-		if st != complete {
-			return Call{}, k, st
-		}
-		v := strings.TrimPrefix(s[k:end], "\n")
-		v = strings.TrimSuffix(v, "\n")
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(jsonString(key))
-		b.WriteByte(':')
-		b.WriteString(typedValue(v, t.paramType(name, key)))
-		i = end + len("</parameter>")
-	}
-}
+var qwenXML = xmlForm{open: "<function=", param: "<parameter=", close: "</function>"}

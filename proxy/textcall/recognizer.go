@@ -189,6 +189,20 @@ func expect(s string, i int, lit string) (int, status) {
 	return i, bad
 }
 
+// closeCall reads, after whitespace, the marker that closes one call of a
+// section of calls (DeepSeek's, Kimi's): the index after it, or the block
+// to return, the calls so far cut there or bad.
+func closeCall(s string, i int, end string, calls []Call) (int, block, bool) {
+	k, st := expect(s, skipSpace(s, i), end)
+	switch st {
+	case incomplete:
+		return 0, block{calls: calls, st: incomplete, cutOK: true}, false
+	case bad:
+		return 0, badBlock(), false
+	}
+	return k, block{}, true
+}
+
 // closeBefore finds, from i, the first closing tag `end` that is followed
 // (after whitespace) by one of next, so that a value holding the closing
 // tag's text does not cut it. It returns the tag's index, or incomplete
