@@ -270,3 +270,21 @@ func TestSetOf(t *testing.T) {
 		t.Errorf("SetOf(qwen) bad = %q", bad)
 	}
 }
+
+// TestManyMarkers: an answer full of calls that never close, each parsed
+// to the answer's end before it is given up, costs linear time
+// (maxReleases), and is text.
+func TestManyMarkers(t *testing.T) {
+	content := strings.Repeat("<function=get_weather>\n<parameter=x>\n", 20000)
+	o := &Options{Families: All, Tools: weatherTools}
+	if r := Parse(content, o); r.Text != content || len(r.Calls) != 0 {
+		t.Fatalf("calls %+v", r.Calls)
+	}
+	cuts := make([]int, 0, len(content)/7)
+	for i := 7; i < len(content); i += 7 {
+		cuts = append(cuts, i)
+	}
+	if got, want := merged(feed(o, content, cuts)), merged(whole(o, content)); !reflect.DeepEqual(got, want) {
+		t.Fatal("split differs")
+	}
+}
