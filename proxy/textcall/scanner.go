@@ -32,7 +32,9 @@ const (
 // longest marker's length, plus the bytes of a UTF-8 character the delta
 // cut), so ordinary text streams as it arrives. From a whole opening
 // marker on, the text is held until it is certain it is not calls at the
-// answer's end (it is then given out as text) or until Close.
+// answer's end (it is then given out as text) or until Close; for the
+// families whose calls are the whole answer (Llama 3 JSON, pythonic) the
+// opening marker is the answer's first byte, `{` or `[`.
 type Scanner struct {
 	opts   *Options
 	tools  toolset
