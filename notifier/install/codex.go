@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 )
 
 // CodexConfig is Codex's config file under its home folder
@@ -37,7 +38,8 @@ func RunCodex(opts CodexOptions, out io.Writer) error {
 	}
 	merged, changed, err := SetNotify(config.data, []string{binary}, opts.Force)
 	if errors.Is(err, ErrOtherNotify) {
-		return fmt.Errorf("%s already runs a notify program (%v); it was left untouched. Run install --client codex --force to replace it with notify-chat, or add notify-chat to your own program", config.path, err)
+		current := strings.TrimPrefix(err.Error(), ErrOtherNotify.Error()+": ")
+		return fmt.Errorf("%s runs another notify program (%s); it was left untouched. Run install --client codex --force to replace it with notify-chat, or call notify-chat from your own program with the same JSON argument", config.path, current)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; it was left untouched", config.path, err)
