@@ -23,16 +23,22 @@ type CodexOptions struct {
 	DryRun bool   // print what would be written, write nothing
 }
 
+// codexFiles are the binary's path under home and the config.toml there.
+func codexFiles(home string) (string, settingsFile, error) {
+	binary, err := filepath.Abs(BinaryPath(home))
+	if err != nil {
+		return "", settingsFile{}, err
+	}
+	config, err := readSettings(CodexConfig(home))
+	return binary, config, err
+}
+
 // RunCodex copies the binary to Home/hooks/notify-chat and sets
 // notify = ["Home/hooks/notify-chat"] in Home/config.toml, every other
 // byte of the file kept; a notify that runs another program is refused
 // without Force.
 func RunCodex(opts CodexOptions, out io.Writer) error {
-	binary, err := filepath.Abs(BinaryPath(opts.Home))
-	if err != nil {
-		return err
-	}
-	config, err := readSettings(CodexConfig(opts.Home))
+	binary, config, err := codexFiles(opts.Home)
 	if err != nil {
 		return err
 	}
@@ -71,11 +77,7 @@ func RunCodex(opts CodexOptions, out io.Writer) error {
 // every other byte kept, and removes Home/hooks/notify-chat. A notify
 // that runs another program stays.
 func UninstallCodex(opts CodexOptions, out io.Writer) error {
-	binary, err := filepath.Abs(BinaryPath(opts.Home))
-	if err != nil {
-		return err
-	}
-	config, err := readSettings(CodexConfig(opts.Home))
+	binary, config, err := codexFiles(opts.Home)
 	if err != nil {
 		return err
 	}
