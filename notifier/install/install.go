@@ -1,10 +1,13 @@
 // Package install owns "notify-chat install" and "notify-chat uninstall": it
 // copies the binary into the client's config folder and registers it as the
-// hook of the events asked for (Stop and Notification by default) in a client
-// settings file, merging into what is there, writing atomically and keeping a
-// backup of the previous file; and it removes exactly those hooks again,
-// every other byte of the file kept, and the binary. A settings file it
-// cannot read as settings is refused and left untouched.
+// hook of the events asked for (Stop and Notification by default) in a Claude
+// Code settings file, merging into what is there, writing atomically and
+// keeping a backup of the previous file; it moves a registration an earlier
+// version left where Claude Code does not read it (the spec's literal
+// ~/.client and .client/); it sets Codex's notify in config.toml by editing
+// that one line (codex.go, codextoml.go); and it removes exactly those hooks
+// again, every other byte of the file kept, and the binary. A settings file
+// it cannot read as settings is refused and left untouched.
 package install
 
 import (
