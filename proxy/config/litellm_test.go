@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,5 +125,33 @@ func TestLiteLLMErrorsNameTheKeyAsWritten(t *testing.T) {
 		if tt.name != "spec spelling keeps its words" && strings.Contains(err.Error(), "proxy_params.") {
 			t.Errorf("%s: error %q names proxy_params, the key the file did not write", tt.name, err)
 		}
+	}
+}
+
+// TestDocsLiteLLMBothSpellingsAreOneConfig: the two configs of
+// docs/litellm.md load to the same Config.
+func TestDocsLiteLLMBothSpellingsAreOneConfig(t *testing.T) {
+	b, err := os.ReadFile("../../docs/litellm.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := env(map[string]string{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "LITELLM_MASTER_KEY": "m"})
+	var cfgs []*Config
+	for _, blk := range strings.Split(string(b), "```yaml\n")[1:] {
+		y, _, _ := strings.Cut(blk, "```")
+		cfg, err := Parse("docs/litellm.md", []byte(y), vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	if len(cfgs) != 2 {
+		t.Fatalf("%d configs in docs/litellm.md, want the LiteLLM one and the spec's", len(cfgs))
+	}
+	if !reflect.DeepEqual(cfgs[0], cfgs[1]) {
+		t.Errorf("LiteLLM's spelling\n%+v\nthe spec's\n%+v", cfgs[0], cfgs[1])
+	}
+	if r := cfgs[0].Routes[1]; r.Protocol != ProtocolMessages || !strings.HasSuffix(r.APIBase, "/v1") || !cfgs[0].PassThrough {
+		t.Errorf("anthropic/ entry %+v, messages endpoint %v", r, cfgs[0].PassThrough)
 	}
 }
