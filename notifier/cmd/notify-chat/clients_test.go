@@ -173,7 +173,7 @@ func TestInstallClientCodex(t *testing.T) {
 }
 
 func TestInstallClientFlags(t *testing.T) {
-	for _, args := range [][]string{{"--client", "cursor"}, {"--client", "codex", "--project"}} {
+	for _, args := range [][]string{{"--client", "cursor"}, {"--client", "codex", "--project"}, {"--client", "codex", "--events", "Stop"}, {"--force"}} {
 		res := installApp(t, nil).runWith(append([]string{"install", "--config-dir", t.TempDir()}, args...), nil)
 		if res.status != 2 || !strings.Contains(res.stderr, "Usage:") {
 			t.Errorf("%v: status %d stderr %q", args, res.status, res.stderr)

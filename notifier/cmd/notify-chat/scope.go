@@ -94,6 +94,13 @@ func (a app) install(args []string, stdout, stderr io.Writer) int {
 	if status, done := flags.parse(args, stdout, stderr); done {
 		return status
 	}
+	set := map[string]bool{}
+	flags.set.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *flags.client == clientCodex && set["events"] || *flags.client != clientCodex && set["force"] {
+		fmt.Fprintln(stderr, "notify-chat install: --events is Claude Code's (Codex notifies at the end of each turn) and --force Codex's")
+		flags.printUsage(stderr)
+		return 2
+	}
 	var err error
 	if *flags.client == clientCodex {
 		err = a.installCodex(flags, *force, stdout)
