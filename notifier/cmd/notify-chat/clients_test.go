@@ -180,3 +180,15 @@ func TestInstallClientFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestInstallElsewhereSaysClaudeCodeDoesNotReadIt(t *testing.T) {
+	a, home := homeApp(t, nil)
+	elsewhere := filepath.Join(home, "elsewhere")
+	res := a.runWith([]string{"install", "--config-dir", elsewhere}, nil)
+	if want := "note: Claude Code reads " + filepath.Join(home, ".claude", "settings.json") + ", not " + install.GlobalSettings(elsewhere); res.status != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("status %d stdout %q, want %q", res.status, res.stdout, want)
+	}
+	if res := a.runWith([]string{"install"}, nil); strings.Contains(res.stdout, "note: Claude Code reads") {
+		t.Errorf("the default folder got the note: %q", res.stdout)
+	}
+}

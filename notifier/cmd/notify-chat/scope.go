@@ -114,6 +114,9 @@ func (a app) install(args []string, stdout, stderr io.Writer) int {
 		if opts, err = a.installOptions(flags, events); err == nil {
 			err = install.Run(opts, stdout)
 		}
+		if err == nil && !*flags.project {
+			a.noteUnread(opts.ConfigDir, stdout)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "notify-chat install: %v\n", err)
@@ -241,4 +244,21 @@ func sameDir(a, b string) bool {
 	absA, errA := filepath.Abs(a)
 	absB, errB := filepath.Abs(b)
 	return errA == nil && errB == nil && filepath.Clean(absA) == filepath.Clean(absB)
+}
+
+// noteUnread says so when configDir, chosen with --config-dir or
+// CLIENT_CONFIG_DIR, is not the folder Claude Code reads.
+func (a app) noteUnread(configDir string, stdout io.Writer) {
+	reads := a.getenv(envClaudeDir)
+	if reads == "" {
+		home, err := a.homeDir()
+		if err != nil {
+			return
+		}
+		reads = filepath.Join(home, ".claude")
+	}
+	if !sameDir(configDir, reads) {
+		fmt.Fprintf(stdout, "note: Claude Code reads %s, not %s: start it with %s=%s, or install without --config-dir and %s\n",
+			install.GlobalSettings(reads), install.GlobalSettings(configDir), envClaudeDir, configDir, envConfigDir)
+	}
 }
