@@ -301,7 +301,7 @@ func (wc *wsConn) handle(ctx context.Context, data []byte) bool {
 		return wc.prewarm(ctx, members, input)
 	}
 	body, _ := json.Marshal(members)
-	fw := wc.serve(ctx, body)
+	fw := wc.serve(ctx, body, traceContext(members["client_metadata"]))
 	switch {
 	case fw.completed:
 		wc.lastID, wc.lastInput, wc.lastOutput = fw.responseID, input, fw.items
@@ -385,14 +385,40 @@ func (wc *wsConn) prewarm(ctx context.Context, members map[string]jsontext.Value
 	return true
 }
 
-// serve runs body through ServeHTTP as a POST of its own, its events sent
-// as frames.
-func (wc *wsConn) serve(ctx context.Context, body []byte) *frameWriter {
+// traceContext reads the W3C trace context Codex sends with each
+// response.create in client_metadata (a WebSocket request has no headers
+// of its own: codex-rs/codex-api/src/common.rs,
+// WS_REQUEST_HEADER_TRACEPARENT_CLIENT_METADATA_KEY), as the headers
+// traceparent and tracestate.
+func traceContext(metadata jsontext.Value) http.Header {
+	if metadata.Kind() != '{' {
+		return nil
+	}
+	var m struct {
+		Parent string `json:"ws_request_header_traceparent"`
+		State  string `json:"ws_request_header_tracestate"`
+	}
+	if json.Unmarshal(metadata, &m) != nil || m.Parent == "" {
+		return nil
+	}
+	h := http.Header{"Traceparent": {m.Parent}}
+	if m.State != "" {
+		h.Set("Tracestate", m.State)
+	}
+	return h
+}
+
+// serve runs body through ServeHTTP as a POST of its own, with the
+// upgrade's headers (and trace's over them), its events sent as frames.
+func (wc *wsConn) serve(ctx context.Context, body []byte, trace http.Header) *frameWriter {
 	up := wc.upgrade
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, up.URL.Path, bytes.NewReader(body))
 	req.Header = up.Header.Clone()
 	for _, h := range []string{"Upgrade", "Connection", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "X-Request-Id"} {
 		req.Header.Del(h)
+	}
+	for k, v := range trace {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = int64(len(body))

@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,9 +15,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	trace "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
+	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
 
 // wsClient is a real WebSocket client (coder/websocket's) on the proxy's
@@ -491,5 +496,41 @@ func TestWebSocketBinaryFrame(t *testing.T) {
 	_, _, err := ws.c.Read(ctx)
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusUnsupportedData {
 		t.Errorf("after a binary frame: %v", err)
+	}
+}
+
+// TestWebSocketTraces: each response.create has its own server span, the
+// child of the trace context Codex sends in client_metadata.
+func TestWebSocketTraces(t *testing.T) {
+	recv := &otlpReceiver{}
+	collectorSrv := httptest.NewServer(recv)
+	defer collectorSrv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorSrv.URL)
+	tracer, err := tracing.New(context.Background(), os.LookupEnv, "dragoman-test", "test")
+	if err != nil || tracer == nil {
+		t.Fatalf("tracing.New: %v, %v", tracer, err)
+	}
+	h := newHarness(t, harnessOptions{tracer: tracer})
+	ws := dialResponses(t, h, clientKey)
+	parents := []string{"0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"}
+	for _, p := range parents {
+		ws.send(create(`,"client_metadata":{"ws_request_header_traceparent":"00-`+p+`-b7ad6b7169203331-01"}`, userItem("traced")))
+		completedID(t, ws.response())
+	}
+	if err := tracer.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	got := map[string]bool{}
+	for _, s := range recv.spans {
+		if s.Kind == trace.Span_SPAN_KIND_SERVER {
+			got[hex.EncodeToString(s.TraceId)] = true
+		}
+	}
+	for _, p := range parents {
+		if !got[p] {
+			t.Errorf("no server span in trace %s: %v", p, got)
+		}
 	}
 }
