@@ -534,3 +534,35 @@ func TestWebSocketTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketMetrics: each response.create counts as a Responses
+// request, with its time to first token and its tokens, as over HTTP; a
+// refused one counts with its error type.
+func TestWebSocketMetrics(t *testing.T) {
+	h := newHarness(t, harnessOptions{metrics: true, stub: stub.Options{Events: 4}})
+	ws := dialResponses(t, h, clientKey)
+	for range 3 {
+		ws.send(create("", userItem("counted")))
+		completedID(t, ws.response())
+	}
+	ws.send(create("", `{"type":"item_reference","id":"x"}`))
+	ws.response()
+	mfs := scrape(t, h.proxy.URL)
+	counted := func(name, with string) (n float64) {
+		for k, v := range series(mfs, name) {
+			if strings.Contains(k, "endpoint=responses,") && strings.Contains(k, with) {
+				n += v
+			}
+		}
+		return n
+	}
+	if n := counted("dragoman_request_duration_seconds", ""); n != 4 {
+		t.Errorf("dragoman_request_duration_seconds counts %v Responses requests, want 4", n)
+	}
+	if n := counted("dragoman_time_to_first_token_seconds", ""); n != 3 {
+		t.Errorf("dragoman_time_to_first_token_seconds counts %v, want 3", n)
+	}
+	if n := counted("dragoman_requests_total", "error_type=invalid_request"); n != 1 {
+		t.Errorf("the refused request: %v in dragoman_requests_total with error_type=invalid_request", n)
+	}
+}

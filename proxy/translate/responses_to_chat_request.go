@@ -72,7 +72,12 @@ const customInputKey = "input"
 //     namespace__name; hosted tools (web_search, …) are left out and listed
 //     in ResponsesCall.Dropped;
 //   - reasoning items are dropped: local backends do not take prior
-//     reasoning back;
+//     reasoning back (one with encrypted_content, another server's, is
+//     refused); web_search_call items (the proxy's own searches) are left
+//     out and listed in ResponsesCall.Dropped; a compaction item left (the
+//     server opens the proxy's own into their summary), a compaction_trigger
+//     (the server answers one that is last) and any other item type are a
+//     RequestError naming input.N: nothing is dropped without a word;
 //   - tool_choice, parallel_tool_calls, max_output_tokens (→ max_tokens,
 //     clamped), temperature, top_p, reasoning.effort (→ reasoning_effort when
 //     the backend supports it), text.format (→ response_format), stream (→
