@@ -142,6 +142,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 type wsConn struct {
 	s       *Server
 	c       *websocket.Conn
+	cork    *corkConn // c's connection
 	upgrade *http.Request
 	id      string // the upgrade's request id
 	// The last response: its id, the full input of its request and its
@@ -163,7 +164,8 @@ func (s *Server) responsesWebSocket(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("websocket refused", "request_id", id, "path", r.URL.Path, "status", renderings[p.kind].chatStatus)
 		return
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	cw := &corkingWriter{ResponseWriter: w}
+	c, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		// Codex offers permessage-deflate (its websocket_config); without
 		// context takeover the compressors are pooled, not kept per
 		// connection.
@@ -184,7 +186,7 @@ func (s *Server) responsesWebSocket(w http.ResponseWriter, r *http.Request) {
 		s.ws.open.Add(-1)
 		s.ws.wg.Done()
 	}()
-	conn := &wsConn{s: s, c: c, upgrade: r, id: id}
+	conn := &wsConn{s: s, c: c, cork: cw.conn, upgrade: r, id: id}
 	start := time.Now()
 	reason := conn.run(r.Context())
 	s.log.Info("websocket closed", "request_id", id, "path", r.URL.Path, "requests", conn.requests,
@@ -514,6 +516,13 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 		return fw.body.Write(p)
 	}
 	n := len(p)
+	// The frames of this write leave together.
+	fw.wc.cork.cork()
+	defer func() {
+		if err := fw.wc.cork.release(); err != nil && fw.err == nil {
+			fw.err = err
+		}
+	}()
 	if len(fw.pending) > 0 {
 		p = append(fw.pending, p...)
 		fw.pending = nil
