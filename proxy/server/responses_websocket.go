@@ -304,6 +304,7 @@ func (wc *wsConn) handle(ctx context.Context, data []byte) bool {
 	}
 	body, _ := json.Marshal(members)
 	fw := wc.serve(ctx, body, traceContext(members["client_metadata"]))
+	wc.cork.drop()
 	switch {
 	case fw.completed:
 		wc.lastID, wc.lastInput, wc.lastOutput = fw.responseID, input, fw.items

@@ -50,10 +50,16 @@ func (c *corkConn) release() error {
 	_, err := c.Conn.Write(c.held)
 	c.Conn.SetWriteDeadline(time.Time{})
 	c.held = c.held[:0]
-	if cap(c.held) > 64<<10 {
-		c.held = nil // a large answer's buffer is not kept by an idle connection
-	}
 	return err
+}
+
+// drop lets the buffer go: an idle connection keeps none.
+func (c *corkConn) drop() {
+	c.mu.Lock()
+	if !c.corked {
+		c.held = nil
+	}
+	c.mu.Unlock()
 }
 
 // corkingWriter is the upgrade's ResponseWriter, whose hijacked connection
