@@ -517,6 +517,12 @@ func TestWebSocketTraces(t *testing.T) {
 		ws.send(create(`,"client_metadata":{"ws_request_header_traceparent":"00-`+p+`-b7ad6b7169203331-01"}`, userItem("traced")))
 		completedID(t, ws.response())
 	}
+	// A span ends when its ServeHTTP returns, after the last frame: the
+	// connection closes once the last one has.
+	ws.c.Close(websocket.StatusNormalClosure, "")
+	for i := 0; i < 200 && !strings.Contains(h.logs.String(), "websocket closed"); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := tracer.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
