@@ -90,11 +90,7 @@ type RouterSettings struct {
 	CooldownTime        time.Duration // how long a failed backend stays out without a successful probe
 	HealthCheckInterval time.Duration // how often a backend that is out is probed at {api_base}/models; 0: never
 	QueueTimeout        time.Duration // how long a request may wait for a free slot
-	// LoadPollInterval is how often each backend's own load is read from
-	// its /metrics (or llama.cpp's /slots); 0: never, the proxy's own count
-	// of requests in flight only.
-	LoadPollInterval time.Duration
-	Fallbacks        []Fallback // in file order
+	Fallbacks           []Fallback    // in file order
 	// BackgroundModels are the names or globs (path.Match) of the models
 	// a client asks for that make a request background (the client's
 	// small/fast model: claude-haiku-*).
@@ -105,6 +101,10 @@ type RouterSettings struct {
 	// Routes send a request of a kind to another pool; the first that
 	// matches wins. None: every request goes to the pool it names.
 	Routes []KindRoute
+	// LoadPollInterval is how often each backend's own load is read from
+	// its /metrics (or llama.cpp's /slots); 0: never, the proxy's own count
+	// of requests in flight only.
+	LoadPollInterval time.Duration
 }
 
 // KindRoute is one of router_settings.routes: requests of Kind go to the
