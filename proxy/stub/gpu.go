@@ -346,7 +346,7 @@ func (s *Server) gpuChat(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 				"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": "stop"}},
-				"usage": usage})
+				"usage":   usage})
 			return true
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
