@@ -187,34 +187,44 @@ type Backend struct {
 }
 
 // load is the backend's load: the server's running and waiting requests
-// with those this proxy sent since the reading, and this proxy's queue for
-// it; without a reading, this proxy's in flight and queued; mu is held.
+// as last read, corrected by this proxy's own requests since (those it
+// sent, less those that ended: the reading counted them), and this
+// proxy's queue for it; without a reading, this proxy's in flight and
+// queued; mu is held.
 func (b *Backend) load() int {
 	if !b.srv.ok {
 		return b.inflight + len(b.queue)
 	}
-	return b.srv.Running + b.srv.Waiting + max(0, b.inflight-b.srv.inflight) + len(b.queue)
+	return max(b.inflight, b.srv.Running+b.srv.Waiting-b.srv.inflight+b.inflight) + len(b.queue)
 }
+
+func (b *Backend) hasSlot() bool { return b.maxParallel == 0 || b.inflight < b.maxParallel }
 
 // full reports whether the backend is full: requests wait in this proxy's
 // queue for it or would (max_parallel_requests), its load reaches its
 // slots (max_parallel_requests, or the server's own count), requests wait
-// in its server's queue, or its KV cache is nearly full; mu is held.
+// in its server's queue (less those this proxy's ended requests have let
+// in since the reading), or its KV cache is nearly full; mu is held.
 func (b *Backend) full() bool {
 	if len(b.queue) > 0 || !b.hasSlot() {
 		return true
 	}
+	if !b.srv.ok {
+		return false
+	}
 	slots := b.maxParallel
-	if slots == 0 && b.srv.ok {
+	if slots == 0 {
 		slots = b.srv.Slots
 	}
-	if slots > 0 && b.load() >= slots {
+	if slots > 0 {
+		if b.load() >= slots {
+			return true
+		}
+	} else if b.srv.Waiting-max(0, b.srv.inflight-b.inflight) > 0 {
 		return true
 	}
-	return b.srv.ok && (b.srv.Waiting > 0 || b.srv.KVUsage >= KVFull)
+	return b.srv.KVUsage >= KVFull
 }
-
-func (b *Backend) hasSlot() bool { return b.maxParallel == 0 || b.inflight < b.maxParallel }
 
 type member struct {
 	b      *Backend

@@ -83,6 +83,7 @@ func run(args []string) int {
 	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
 	sessionsRun := fs.Bool("sessions", true, "after the table, the sessions scenario (issue 42): coding sessions through a pool of 4 GPU stubs behind 1 and 3 replicas, for each routing_strategy")
 	sessionsOnly := fs.Bool("sessions-only", false, "run only the sessions scenario (printed, not written)")
+	sessionsFilter := fs.String("sessions-runs", "", "with --sessions-only: only the runs whose \"workload routing replicas\" holds this text, e.g. \"48×10 session-affinity\"")
 	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -197,7 +198,7 @@ func run(args []string) int {
 		return 0
 	}
 	if *sessionsOnly {
-		return r.printSessions(*quick)
+		return r.printSessions(*quick, *sessionsFilter)
 	}
 	if *poolOnly {
 		p, err := r.poolCompare()
@@ -213,7 +214,7 @@ func run(args []string) int {
 			return code
 		}
 		if *sessionsRun {
-			if code := r.printSessions(*quick); code != 0 {
+			if code := r.printSessions(*quick, ""); code != 0 {
 				return code
 			}
 		}
@@ -259,8 +260,8 @@ func run(args []string) int {
 }
 
 // printSessions runs the sessions scenario and prints its table and goals.
-func (r *runner) printSessions(quick bool) int {
-	res, err := r.sessions(quick)
+func (r *runner) printSessions(quick bool, filter string) int {
+	res, err := r.sessions(quick, filter)
 	if err != nil {
 		warnf("sessions: %v", err)
 		return 1

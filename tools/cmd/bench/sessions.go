@@ -29,7 +29,9 @@ import (
 // prefilled once, the shared prefix once per server.
 //
 // The time is scaled (a prefill of 2 µs a token, a decode of 250 µs a
-// token, 20 ms of tool time between turns), and every draw is seeded: the
+// token, 20 ms of tool time between turns, each server's load read every 20 ms: about
+// 1/50 to 1/100 of a local model's times, the proxy's 1 s default poll
+// scaled alike), and every draw is seeded: the
 // workload is the same at every run; the timing of the processes is not.
 
 // sessionsSettings are the scenario's time scale and sizes.
@@ -42,7 +44,7 @@ type sessionsSettings struct {
 }
 
 var sessionsScale = sessionsSettings{servers: 4, slots: 4, cacheTokens: 262144,
-	prefill: 2 * time.Microsecond, decode: 250 * time.Microsecond, toolTime: 20 * time.Millisecond, poll: 50 * time.Millisecond}
+	prefill: 2 * time.Microsecond, decode: 250 * time.Microsecond, toolTime: 20 * time.Millisecond, poll: 20 * time.Millisecond}
 
 // sessionsWorkload is one size of the scenario.
 type sessionsWorkload struct {
@@ -548,7 +550,7 @@ type sessionsResult struct {
 // strategies through 1 and 3 replicas, the reference once), then the
 // saturated pool (twice as many sessions at once as slots) through
 // session-affinity and least-busy.
-func (r *runner) sessions(quick bool) (*sessionsResult, error) {
+func (r *runner) sessions(quick bool, filter string) (*sessionsResult, error) {
 	text := newSessionsText()
 	shared, err := r.sharedTokens(text)
 	if err != nil {
@@ -563,6 +565,9 @@ func (r *runner) sessions(quick bool) (*sessionsResult, error) {
 		saturated = sessionsWorkload{"saturated", 2 * slots, 3, 2 * slots}
 	}
 	run := func(w sessionsWorkload, rt sessionsRouter, n int) error {
+		if filter != "" && !strings.Contains(fmt.Sprintf("%s %s %d", w.name, rt.name, n), filter) {
+			return nil
+		}
 		progress("sessions %s: %s through %d replica(s)", w.name, rt.name, n)
 		one, err := r.sessionsOne(w, rt, n, text, shared)
 		if err != nil {
