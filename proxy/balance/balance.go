@@ -26,8 +26,8 @@
 //     when home is full (see Full): then it goes to the next in that order
 //     that is not, and comes back as soon as home has room, so that its
 //     turns touch at most two servers. When every backend is full it goes
-//     to the first in its order whose load per weight is within LoadBound ×
-//     the least loaded one's: a hot server is still relieved. A session
+//     to the first in its order whose load per weight is within Slack
+//     requests of the least loaded one's: a hot server is still relieved. A session
 //     whose home is out goes to the next in its order and stays there
 //     until home is back. Without a session key, least-busy.
 //   - least-busy: the backend with the lowest load per weight.
@@ -80,10 +80,11 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/kind"
 )
 
-// LoadBound: when every backend of a pool is full, a session stays with
-// the first of its order whose load per weight is within LoadBound × the
-// least loaded one's.
-const LoadBound = 1.25
+// Slack: when every backend of a pool is full, a session goes to the
+// first of its order whose load per weight is within Slack requests (per
+// weight) of the least loaded one's: a hot server is relieved, and a
+// session keeps its cache when the pool is evenly busy.
+const Slack = 1
 
 // KVFull is the fraction of its KV cache in use at which a server is full.
 const KVFull = 0.95
@@ -694,14 +695,14 @@ func (bl *Balancer) affinity(cs []candidate, session string) *member {
 			return c.member
 		}
 	}
-	// Every one is full: the first whose load per weight is within
-	// LoadBound of the least loaded one's.
+	// Every one is full: the first whose load per weight is within Slack
+	// of the least loaded one's.
 	least := math.Inf(1)
 	for _, c := range cs {
-		least = min(least, float64(c.b.load()+1)/c.weight)
+		least = min(least, float64(c.b.load())/c.weight)
 	}
 	for _, c := range cs {
-		if float64(c.b.load()+1)/c.weight <= LoadBound*least {
+		if float64(c.b.load())/c.weight <= least+Slack/c.weight {
 			return c.member
 		}
 	}

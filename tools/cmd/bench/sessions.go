@@ -83,6 +83,7 @@ type sessionsRun struct {
 	serverTransitions int // a session's request on another server than its previous one
 	elapsed           time.Duration
 	firstErr          string
+	reps              int // runs added up (the saturated ones: 3)
 }
 
 func (s *sessionsRun) ratio() float64 {
@@ -434,8 +435,11 @@ func (r *runner) sessionsOne(w sessionsWorkload, rt sessionsRouter, replicas int
 	start := time.Now()
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range w.atATime {
+	for k := range w.atATime {
 		wg.Go(func() {
+			// The first sessions start a tool time apart, as users do, not
+			// in one burst.
+			time.Sleep(time.Duration(k) * sessionsScale.toolTime)
 			for i := range next {
 				c.session(i, w.turns, urls, alias)
 			}
@@ -588,14 +592,63 @@ func (r *runner) sessions(quick bool, filter string) (*sessionsResult, error) {
 			}
 		}
 	}
-	for _, rt := range sessionsRouters[1:3] {
-		for _, n := range []int{3, 1} {
-			if err := run(saturated, rt, n); err != nil {
-				return nil, err
+	// The saturated runs, whose TTFT is mostly queueing and so the most
+	// sensitive to the machine's load, go three times, interleaved; each
+	// pair's figures are over the three.
+	reps := 3
+	if quick {
+		reps = 1
+	}
+	before := len(res.runs)
+	for range reps {
+		for _, rt := range sessionsRouters[1:3] {
+			for _, n := range []int{3, 1} {
+				if err := run(saturated, rt, n); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
+	res.runs = append(res.runs[:before], mergeRuns(res.runs[before:])...)
 	return res, nil
+}
+
+// mergeRuns adds up the runs of one workload, router and replicas.
+func mergeRuns(runs []*sessionsRun) []*sessionsRun {
+	var out []*sessionsRun
+	for _, r := range runs {
+		var m *sessionsRun
+		for _, o := range out {
+			if o.workload == r.workload && o.router == r.router && o.replicas == r.replicas {
+				m = o
+			}
+		}
+		if m == nil {
+			c := *r
+			c.ttft = slices.Clone(r.ttft)
+			c.reps = 1
+			out = append(out, &c)
+			continue
+		}
+		m.reps++
+		m.requests += r.requests
+		m.errors += r.errors
+		if m.firstErr == "" {
+			m.firstErr = r.firstErr
+		}
+		m.prefill += r.prefill
+		m.ideal += r.ideal
+		m.ttft = append(m.ttft, r.ttft...)
+		m.convs += r.convs
+		m.convSplit += r.convSplit
+		m.sessSplit += r.sessSplit
+		m.maxServers = max(m.maxServers, r.maxServers)
+		m.metricMoves += r.metricMoves
+		m.serverAway += r.serverAway
+		m.serverTransitions += r.serverTransitions
+		m.elapsed += r.elapsed
+	}
+	return out
 }
 
 func (s *sessionsResult) text() string {
@@ -617,8 +670,12 @@ func (s *sessionsResult) text() string {
 		if r.errors > 0 {
 			errs += ": " + r.firstErr
 		}
+		what := fmt.Sprintf("%s, %d at a time", r.workload.name, r.workload.atATime)
+		if r.reps > 1 {
+			what += fmt.Sprintf(", %d runs", r.reps)
+		}
 		rows = append(rows, row{
-			fmt.Sprintf("%s, %d at a time", r.workload.name, r.workload.atATime), r.router.name, rep,
+			what, r.router.name, rep,
 			strconv.FormatFloat(r.ratio(), 'f', 2, 64),
 			msec(r.pct(0.5)), msec(r.pct(0.9)),
 			fmt.Sprintf("%d of %d", r.convSplit, r.convs),
