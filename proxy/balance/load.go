@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/tick"
 	"github.com/dragoman-dev/dragoman/proxy/serverload"
 )
 
@@ -31,16 +32,7 @@ func (bl *Balancer) RunLoad(ctx context.Context, serverOf func(apiBase, model st
 		return
 	}
 	bl.ReadLoadNow(ctx, serverOf)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			bl.ReadLoadNow(ctx, serverOf)
-		}
-	}
+	tick.Every(ctx, every, func(ctx context.Context) { bl.ReadLoadNow(ctx, serverOf) })
 }
 
 // ReadLoadNow reads every backend's load at once and waits for the
