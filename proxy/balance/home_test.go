@@ -280,3 +280,46 @@ func TestAffinityUnderRace(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeDiesThroughReplicas: three replicas, the session's turns
+// through each in turn. Home dies: each replica's first attempt there
+// fails and is retried on the next of the order, which every replica
+// agrees on; every turn is served there, none at a third server, and
+// none back at home while it is out.
+func TestHomeDiesThroughReplicas(t *testing.T) {
+	cfg := poolConfig(t, []float64{1, 1, 1, 1}, "", "router_settings: {allowed_fails: 1, cooldown_time: 60}\n")
+	var replicas []*Balancer
+	for range 3 {
+		replicas = append(replicas, New(cfg, Options{Probe: func(context.Context, config.Route) error { return errors.New("refused") }}))
+	}
+	const session = "session-through-three-replicas"
+	ord := order(replicas[0], session)
+	homeAttempts := 0
+	var served []int
+	for n := range 12 {
+		bl := replicas[n%3]
+		l := acquire(t, bl, Request{Alias: "coder", Session: session})
+		if index(bl, l.Backend) == ord[0] {
+			homeAttempts++
+			l.Done(Failed, "refused")
+			l = acquire(t, bl, Request{Alias: "coder", Session: session, Tried: []*Backend{l.Backend}, Retry: "unreachable"})
+		}
+		served = append(served, index(bl, l.Backend))
+		l.Done(Succeeded, "")
+	}
+	for _, s := range served {
+		if s != ord[1] {
+			t.Fatalf("turns served by %v, want %d every time", served, ord[1])
+		}
+	}
+	if homeAttempts != 3 {
+		t.Errorf("%d attempts at the dead home, want 3 (one per replica)", homeAttempts)
+	}
+	var down uint64
+	for _, bl := range replicas {
+		down += bl.Counters().Moves[MoveHomeDown]
+	}
+	if down != 12 {
+		t.Errorf("home_down summed over the replicas %d, want 12 (every turn served away from home)", down)
+	}
+}
