@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/stub"
-	"github.com/dragoman-dev/dragoman/proxy/tracing"
 )
 
 // wsClient is a real WebSocket client (coder/websocket's) on the proxy's
@@ -502,14 +499,7 @@ func TestWebSocketBinaryFrame(t *testing.T) {
 // TestWebSocketTraces: each response.create has its own server span, the
 // child of the trace context Codex sends in client_metadata.
 func TestWebSocketTraces(t *testing.T) {
-	recv := &otlpReceiver{}
-	collectorSrv := httptest.NewServer(recv)
-	defer collectorSrv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorSrv.URL)
-	tracer, err := tracing.New(context.Background(), os.LookupEnv, "dragoman-test", "test")
-	if err != nil || tracer == nil {
-		t.Fatalf("tracing.New: %v, %v", tracer, err)
-	}
+	recv, tracer := otlpTracer(t)
 	h := newHarness(t, harnessOptions{tracer: tracer})
 	ws := dialResponses(t, h, clientKey)
 	parents := []string{"0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"}
