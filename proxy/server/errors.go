@@ -52,7 +52,8 @@ const (
 	overloaded // backend 503 after retries
 	badGateway // backend unreachable after retries, or failing
 	timedOut
-	forbidden // the key may not do that (a model it may not use)
+	forbidden   // the key may not do that (a model it may not use)
+	unavailable // the key store is unreachable: the key's limits cannot be counted
 )
 
 // statusOverloaded is the Messages format's status for an overloaded
@@ -78,6 +79,7 @@ var renderings = map[kind]rendering{
 	badGateway:       {502, messages.APIError, 502, chat.ServerError},
 	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
 	forbidden:        {403, messages.PermissionError, 403, messages.PermissionError},
+	unavailable:      {503, messages.APIError, 503, chat.UnavailableError},
 }
 
 func (f format) write(w http.ResponseWriter, p problem) {
@@ -104,7 +106,7 @@ func (f format) write(w http.ResponseWriter, p problem) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if p.kind == overloaded {
+	if p.kind == overloaded || p.kind == unavailable {
 		h.Set("Retry-After", "5")
 	}
 	if p.retryAfter > 0 {

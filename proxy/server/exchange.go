@@ -105,7 +105,9 @@ func (x *exchange) resolve(alias string) (translate.Target, error) {
 		x.obs.kind = x.kind()
 	}
 	if x.key != nil {
-		if err := x.s.gate.Admit(x.ctx, x.key, pool, alias); err != nil {
+		// The key's models before a slot is taken; its limits once the
+		// body is translated (reserve), when its tokens are known.
+		if err := x.s.gate.Allow(x.key, pool, alias); err != nil {
 			return translate.Target{}, err
 		}
 	}
@@ -323,6 +325,16 @@ func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, 
 		return nil, false
 	}
 	x.req = req
+	if err := x.reserve(); err != nil {
+		x.done(balance.Abandoned, nil)
+		x.s.logStoreError(err)
+		if r.Context().Err() == nil {
+			f.write(w, requestProblem(err))
+		}
+		bufpool.Put(body)
+		bufpool.Put(req.Body)
+		return nil, false
+	}
 	setAlias(w, x.alias)
 	if x.obs != nil {
 		x.obs.stream, x.obs.maxTokens = req.Stream, req.MaxTokens
