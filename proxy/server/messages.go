@@ -303,6 +303,14 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	n, source := 0, "estimate"
 	alias := tc.Model()
 	pool, _, _ := s.poolFor(r.Header, alias, body)
+	if k := keyOf(w); k != nil {
+		// The key's models before any backend is asked (a count is not
+		// counted against its limits).
+		if err := s.gate.Allow(k, pool, alias); err != nil {
+			f.write(w, requestProblem(err))
+			return
+		}
+	}
 	if first, ok := s.bal.Route(pool); ok {
 		setAlias(w, alias)
 		route := s.withDiscovered(newRouteInfo(alias, first))

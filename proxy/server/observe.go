@@ -255,6 +255,9 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 		usage = metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
 	}
 	keyName := metrics.MasterKey
+	if !rec.authenticated {
+		keyName = metrics.Unknown // no key accepted: not the master key's request
+	}
 	if rec.key != nil {
 		keyName = rec.key.Name
 		s.recordUsage(rec, r, alias, backend, status, elapsed, usage)

@@ -230,7 +230,7 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 			return
 		}
 		if rec, isRec := w.(*recorder); isRec {
-			rec.key = key
+			rec.key, rec.authenticated = key, true
 		}
 		h(w, r, f)
 	}
@@ -331,11 +331,12 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte(`{"status":"ready"}`))
 }
 
-// backends answers GET /backends: every backend with its state and load.
+// backends answers GET /backends: every backend with its state and load
+// (a per-user key: those of the models it may use).
 func (s *Server) backends(w http.ResponseWriter, _ *http.Request, _ format) {
 	b, err := json.Marshal(struct {
 		Backends []balance.Status `json:"backends"`
-	}{s.bal.Snapshot()})
+	}{visibleBackends(s.bal.Snapshot(), keyOf(w))})
 	if err != nil {
 		chatFormat.write(w, problemf(badGateway, "rendering /backends: %v", err))
 		return
@@ -368,6 +369,9 @@ type recorder struct {
 	alias  string
 	obs    observation
 	key    *keys.Key // the per-user key the request came with; nil: the master key
+	// authenticated: the request's key was accepted (the master key when
+	// key is nil); a request refused before is counted as key "unknown".
+	authenticated bool
 }
 
 func (r *recorder) WriteHeader(code int) {
