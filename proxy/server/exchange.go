@@ -135,7 +135,7 @@ func (x *exchange) done(res balance.Result, err error) {
 	}
 	detail := ""
 	if err != nil {
-		detail = clipMessage(scrub(err.Error(), x.route.apiKey))
+		detail = clipMessage(x.route.scrub(err.Error()))
 	}
 	x.lease.Done(res, detail)
 	x.lease = nil

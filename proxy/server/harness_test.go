@@ -47,7 +47,7 @@ type harnessOptions struct {
 	settings   string // general_settings body
 	ping       time.Duration
 	backendURL string         // overrides the stub's URL
-	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL
+	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL, {host} its host:port
 	pool       *upstream.Pool // nil: a pool with a 10 ms backoff
 	metrics    bool           // export metrics on GET /metrics (h.metrics)
 	tracer     *tracing.Tracer
@@ -82,6 +82,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		base = o.backendURL
 	}
 	routes := strings.ReplaceAll(o.routesYAML, "{base}", base)
+	routes = strings.ReplaceAll(routes, "{host}", strings.TrimPrefix(backend.URL, "http://"))
 	if routes == "" {
 		params := "      model: " + prefix + "qwen3-coder\n      api_base: " + base + "\n      api_key: os.environ/TEST_BACKEND_KEY\n" + o.extraYAML
 		routes = "model_list:\n" +

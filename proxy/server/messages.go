@@ -91,7 +91,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.R
 	x.noteUsage(w, usage)
 	bufpool.Put(b)
 	if err != nil {
-		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, scrub(err.Error(), x.route.apiKey)))
+		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, x.route.scrub(err.Error())))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -122,7 +122,7 @@ func (s *Server) translatedBackendError(w http.ResponseWriter, r *http.Request, 
 		f.write(w, backendProblem(ue, route))
 		return
 	}
-	f.write(w, problemf(badGateway, "reading the backend's answer: %s", scrub(err.Error(), route.apiKey)))
+	f.write(w, problemf(badGateway, "reading the backend's answer: %s", route.scrub(err.Error())))
 }
 
 type doResult struct {
@@ -206,9 +206,9 @@ func (s *Server) translatedRelay(w http.ResponseWriter, r *http.Request, x *exch
 		p := streamProblem(err, route)
 		var be *translate.BackendError
 		if errors.As(err, &be) {
-			s.log.Warn("backend error mid-stream", "model", route.alias, "err", scrub(be.Message, route.apiKey))
+			s.log.Warn("backend error mid-stream", "model", route.alias, "err", route.scrub(be.Message))
 		} else {
-			s.log.Warn("stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+			s.log.Warn("stream ended early", "model", route.alias, "err", route.scrub(err.Error()))
 		}
 		noteError(w, p.kind)
 		emit(fail(nil, p))

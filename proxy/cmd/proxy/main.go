@@ -112,7 +112,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	var m *metrics.Metrics
 	hooks := server.MetricsHooks(&m)
 	hooks.StateChanged = func(b *balance.Backend, st balance.State) {
-		log.Info("backend state", "backend", b.Name, "api_base", b.APIBase, "state", st.String())
+		log.Info("backend state", "backend", b.Name, "api_base", config.RedactedURL(b.APIBase), "state", st.String())
 	}
 	bal := balance.New(cfg, balance.Options{Hooks: hooks})
 	if *metricsOn {
