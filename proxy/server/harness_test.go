@@ -16,6 +16,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
@@ -53,7 +54,8 @@ type harnessOptions struct {
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	gate       *keys.Gate
-	tls        bool // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
+	authLim    *authlimit.Limiter // counts failed authentications per address
+	tls        bool               // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
 	// search, when set, is the search_settings provider, served by the
 	// stub (searchExtra: more search_settings lines, indented).
 	search, searchExtra string
@@ -124,6 +126,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ServeMetrics: o.metrics,
 		Tracer:       o.tracer,
 		Gate:         o.gate,
+		AuthLimiter:  o.authLim,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

@@ -29,6 +29,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
@@ -118,6 +119,10 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if *metricsOn {
 		m = metrics.New(metrics.Setup{Version: version, Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal), SearchProvider: searchProvider(cfg)})
 	}
+	// One count of failed authentications per client address for the API
+	// and /admin: the master key works at both.
+	authLim := authlimit.New(nil)
+	authLim.Throttled = func() { m.AuthThrottled() }
 	tracer, err := tracing.New(context.Background(), getenv, "dragoman-proxy", version)
 	if err != nil {
 		fmt.Fprintln(stderr, "proxy: tracing:", err)
@@ -134,7 +139,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Info("tracing on: OTLP over HTTP to the endpoint of OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")
 	}
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
-		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
+		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log, authLim), AuthLimiter: authLim})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -251,11 +256,11 @@ func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) 
 
 // adminOf is the /admin page and API of the per-user keys; nil (not
 // served) without a database.
-func adminOf(gate *keys.Gate, masterKeys []string, bal *balance.Balancer, log *slog.Logger) http.Handler {
+func adminOf(gate *keys.Gate, masterKeys []string, bal *balance.Balancer, log *slog.Logger, lim *authlimit.Limiter) http.Handler {
 	if gate == nil {
 		return nil
 	}
-	return admin.New(admin.Options{Gate: gate, MasterKeys: masterKeys, Backends: bal.Snapshot, Logger: log})
+	return admin.New(admin.Options{Gate: gate, MasterKeys: masterKeys, Backends: bal.Snapshot, Logger: log, Limiter: lim})
 }
 
 // pprofMux serves the runtime's profiles (goroutines, heap, CPU) for
