@@ -95,7 +95,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if cfg.MasterKey != "" {
 		keys = append(keys, cfg.MasterKey)
 	}
-	gate, closeGate, err := openGate(cfg, log)
+	gate, closeGate, err := openGate(cfg, log, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "proxy:", err)
 		return 1
@@ -228,9 +228,12 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 // openGate opens the store of per-user keys when the config names one
 // (general_settings.database_url), migrated to this version's schema; the
 // function it returns writes the last usage records and closes it.
-func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) {
+func openGate(cfg *config.Config, log *slog.Logger, getenv config.Getenv) (*keys.Gate, func(), error) {
 	if cfg.DatabaseURL == "" {
 		return nil, func() {}, nil
+	}
+	if w := keys.SSLModeWarning(cfg.DatabaseURL, func(k string) string { v, _ := getenv(k); return v }); w != "" {
+		log.Warn(w)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
