@@ -34,6 +34,11 @@ func TestWrongKeysSlowed(t *testing.T) {
 			t.Errorf("%s with the master key after 10 wrong ones: %d %q %s", c.path, resp.StatusCode, resp.Header.Get("Retry-After"), b)
 		}
 	}
+	// A key of the per-user shape is no guess at the master key: neither
+	// counted nor refused (a client whose new key is not known yet).
+	if resp, _ := h.do(http.MethodPost, "/v1/messages", goodMessages, []string{"Authorization", "Bearer sk-dm-not-known-yet"}, false); resp.StatusCode != 401 {
+		t.Errorf("a per-user-shaped key while the address is held back: %d", resp.StatusCode)
+	}
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
