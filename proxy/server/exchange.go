@@ -84,8 +84,11 @@ type exchange struct {
 	// refitted: the request was sent again with a max_tokens that fits
 	// (refit), which is done once.
 	refitted bool
-	obs      *observation // nil when the request is not observed
-	key      *keys.Key    // the request's per-user key; nil: the master key
+	// messagesBody: body is a Messages request (a Messages client's), whose
+	// prompt a backend's tokenizer can count (counted).
+	messagesBody bool
+	obs          *observation // nil when the request is not observed
+	key          *keys.Key    // the request's per-user key; nil: the master key
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -266,7 +269,7 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 	if x.native != nil && x.lease != nil && x.route.Protocol == config.ProtocolMessages {
 		return x.inWindow(x.fitted(x.native(body, x.resolve)))
 	}
-	return x.inWindow(x.fitted(x.translate(body, x.resolve)))
+	return x.inWindow(x.counted(x.fitted(x.translate(body, x.resolve))))
 }
 
 func (x *exchange) call() upstream.Call {

@@ -41,7 +41,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 		s.messagesSearch(w, r, body, tool)
 		return
 	}
-	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages), body)
+	x := s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages)
+	x.messagesBody = true
+	x, ok = s.translateFor(w, r, f, x, body)
 	if !ok {
 		return
 	}
