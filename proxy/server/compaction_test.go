@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -38,14 +37,7 @@ func TestCompactionOfAClaudeCodeSessionFitsFirstTry(t *testing.T) {
 	if err := json.Unmarshal(raw, &capture); err != nil {
 		t.Fatal(err)
 	}
-	compact, err := os.ReadFile("testdata/compaction-request.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var summary map[string]any
-	if err := json.Unmarshal(compact, &summary); err != nil {
-		t.Fatal(err)
-	}
+	summary := compactionRequest(t)
 	post := func(body map[string]any) (int, string) {
 		b, _ := json.Marshal(body)
 		resp, out := h.do(http.MethodPost, "/v1/messages", string(b), []string{"anthropic-version", "2023-06-01"}, false)

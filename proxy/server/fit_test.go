@@ -195,14 +195,7 @@ func TestCompactionAgainstAStrictBackend(t *testing.T) {
 	v, base := newVLLM2026(t, window)
 	h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base)})
 	h.server.Discover(t.Context())
-	compact, err := os.ReadFile("testdata/compaction-request.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var summary map[string]any
-	if err := json.Unmarshal(compact, &summary); err != nil {
-		t.Fatal(err)
-	}
+	summary := compactionRequest(t)
 	// The conversation: each turn a user message with a long tool result
 	// and the assistant's answer, until the backend counts it at ~16,300
 	// tokens (the proxy estimates ~13,500).
@@ -264,4 +257,19 @@ func TestEstimateCorrectedByTheBackendsCounts(t *testing.T) {
 	if refused != 1 || answered != 4 {
 		t.Errorf("refused %d, answered %d (max_tokens asked %v): want only the first refused", refused, answered, asked)
 	}
+}
+
+// compactionRequest is the compaction summary request Claude Code sends
+// (testdata/compaction-request.json), decoded.
+func compactionRequest(t *testing.T) map[string]any {
+	t.Helper()
+	compact, err := os.ReadFile("testdata/compaction-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal(compact, &summary); err != nil {
+		t.Fatal(err)
+	}
+	return summary
 }
