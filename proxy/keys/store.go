@@ -54,7 +54,7 @@ type Store struct {
 //
 //	sqlite:///data/dragoman.db   (an absolute path)
 //	sqlite://dragoman.db         (relative to the working directory)
-//	postgres://user:pass@host:5432/db?sslmode=disable
+//	postgres://user:pass@host:5432/db?sslmode=verify-full
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	s, err := openOnly(ctx, databaseURL)
 	if err != nil {
