@@ -83,6 +83,7 @@ func TestExpositionLint(t *testing.T) {
 	m.Retried("b", "status_503")
 	m.SessionMoved("a", "down")
 	m.QueueWait("b", time.Millisecond)
+	m.AuthThrottled()
 	w := NewWarmer([]string{"model"})
 	w.Observe("model", WarmOK, time.Second)
 	var text bytes.Buffer

@@ -159,8 +159,12 @@ type wsConn struct {
 func (s *Server) responsesWebSocket(w http.ResponseWriter, r *http.Request) {
 	id := requestID(r)
 	w.Header().Set("Request-Id", id)
+	if !s.authAllowed(w, r, responsesFormat) {
+		s.log.Info("websocket refused", "request_id", id, "path", r.URL.Path, "status", http.StatusTooManyRequests)
+		return
+	}
 	if _, p, ok := s.authenticate(r); !ok {
-		responsesFormat.write(w, p)
+		s.refuseAuth(w, r, responsesFormat, p)
 		s.log.Info("websocket refused", "request_id", id, "path", r.URL.Path, "status", renderings[p.kind].chatStatus)
 		return
 	}

@@ -177,7 +177,11 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
 	if target.SupportsSystemMessage {
-		return BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}, call, nil
+		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}
+		if out.maxTokens != nil {
+			breq.MaxTokens = int(min(*out.maxTokens, 1<<31))
+		}
+		return breq, call, nil
 	}
 	// ChatToChat folds system turns into user text for backends without a
 	// system role (and sets the model, clamps max_tokens): one copy of
