@@ -59,6 +59,7 @@ type harnessOptions struct {
 	// search, when set, is the search_settings provider, served by the
 	// stub (searchExtra: more search_settings lines, indented).
 	search, searchExtra string
+	wsIdle              time.Duration // Options.WebSocketIdle
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -117,16 +118,17 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.metrics = metrics.New(metrics.Setup{Version: "test", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
 	}
 	h.server = server.New(cfg, server.Options{
-		Keys:         []string{clientKey},
-		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PingInterval: o.ping,
-		Pool:         pool,
-		Balancer:     bal,
-		Metrics:      h.metrics,
-		ServeMetrics: o.metrics,
-		Tracer:       o.tracer,
-		Gate:         o.gate,
-		AuthLimiter:  o.authLim,
+		Keys:          []string{clientKey},
+		Logger:        slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PingInterval:  o.ping,
+		Pool:          pool,
+		Balancer:      bal,
+		Metrics:       h.metrics,
+		ServeMetrics:  o.metrics,
+		Tracer:        o.tracer,
+		Gate:          o.gate,
+		AuthLimiter:   o.authLim,
+		WebSocketIdle: o.wsIdle,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

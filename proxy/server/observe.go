@@ -83,7 +83,7 @@ func endpointOf(path string) string {
 		return metrics.EndpointChat
 	case "/v1/messages/count_tokens":
 		return metrics.EndpointCountTokens
-	case "/v1/responses":
+	case "/v1/responses", "/v1/responses/compact":
 		return metrics.EndpointResponses
 	}
 	return ""

@@ -222,6 +222,11 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Warn("grace period over with requests still in flight", "active", srv.Active())
 		httpServer.Close()
 	}
+	// Responses WebSocket connections are hijacked, which Shutdown does
+	// not wait for: each finishes its response in flight, then closes 1001.
+	if err := srv.WaitWebSockets(graceCtx); err != nil {
+		log.Warn("grace period over with WebSocket responses still in flight", "websockets", srv.WebSockets())
+	}
 	log.Info("proxy stopped")
 	return 0
 }
