@@ -208,12 +208,13 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if left := ln.StopAccepting(time.Second); left > 0 {
 		log.Warn("shutting down: connections accepted before the listener closed were not taken up by the server within a second", "connections", left)
 	}
-	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active())
+	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active(), "connections_without_request", conns.waitingConns())
 	// Shutdown drops a request it reads after it began: first every
 	// connection accepted has its request handled, within the grace.
 	conns.Wait(graceCtx)
 	if err := httpServer.Shutdown(graceCtx); err != nil {
-		log.Warn("grace period over with requests still in flight", "active", srv.Active())
+		msg, attrs := graceOver(srv.Active(), conns.waitingConns())
+		log.Warn(msg, attrs...)
 		httpServer.Close()
 	}
 	log.Info("proxy stopped")
