@@ -44,16 +44,15 @@ func reasoningEffort(req *messages.Request) string {
 	return ""
 }
 
-// sizeTools counts the tools the backend gets (those with a schema) into
-// the sizes the prompt is estimated from.
-func (b *builder) sizeTools(tools []messages.Tool) {
+// estimateTools counts the tools the backend gets (those with a schema)
+// into the prompt's estimate.
+func (b *builder) estimateTools(tools []messages.Tool) {
 	for i := range tools {
 		t := &tools[i]
 		if t.InputSchema.Kind() != '{' {
 			continue
 		}
-		b.size.tools++
-		b.size.json += len(t.InputSchema) + len(t.Description) + len(t.Name)
+		b.est.tool(t.Name, t.Description, t.InputSchema)
 	}
 }
 
