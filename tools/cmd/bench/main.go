@@ -81,6 +81,8 @@ func run(args []string) int {
 	abConfig := fs.String("ab-config", "", "with --ab: a YAML file appended to the B Dragoman's config (top-level keys such as router_settings); with --ab bin/proxy it compares one binary under two configs, e.g. router_settings.routes against none (tools/cmd/bench/ab-routes.yaml)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
 	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
+	procsOnly := fs.String("procs-only", "", "run only the --procs comparison (issue 40): Dragoman's throughput at each --procs of this list, e.g. 1,2,0 (0: Go's default), 256 concurrent 54 KB and 32 concurrent 1 MB Messages translations; prints, writes nothing")
+	procsFor := fs.Duration("procs-for", 10*time.Second, "with --procs-only: how long each closed loop runs")
 	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -167,6 +169,13 @@ func run(args []string) int {
 		r.st.rounds = max(*abRounds, 1)
 		if err := r.abCompare(*ab); err != nil {
 			warnf("ab: %v", err)
+			return 1
+		}
+		return 0
+	}
+	if *procsOnly != "" {
+		if err := r.procsCompare(*procsOnly, *procsFor); err != nil {
+			warnf("procs: %v", err)
 			return 1
 		}
 		return 0
