@@ -1,9 +1,12 @@
 package translate
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TestOneEstimateOnEveryPath: the same user text is the same prompt
@@ -62,5 +65,32 @@ func TestOneEstimateOnEveryPath(t *testing.T) {
 		if want := c.cl100k + frame; count < want*85/100 || count > want*115/100+1 {
 			t.Errorf("%s: estimate %d, cl100k_base %d (+%d for the message)", c.name, count, c.cl100k, frame)
 		}
+	}
+}
+
+// TestUnescapeSome: the inside of a JSON string reads back as jsontext
+// unquotes the whole string, at once or a few bytes at a time.
+func TestUnescapeSome(t *testing.T) {
+	for _, s := range []string{"plain", "a\nb\tc\r\"q\" \\ /", "é 日本 😀", "\u2028\x01", "end\\"} {
+		q, _ := jsontext.AppendQuote(nil, s)
+		q = bytes.ReplaceAll(q, []byte("/"), []byte(`\/`)) // an escape jsontext never writes
+		want, err := jsontext.AppendUnquote(nil, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{1 << 20, 5, 3} {
+			var got []byte
+			for in := q[1 : len(q)-1]; len(in) > 0; {
+				var part []byte
+				part, in = unescapeSome(nil, in, limit)
+				got = append(got, part...)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%q, %d bytes at a time: %q, want %q", q, limit, got, want)
+			}
+		}
+	}
+	if got, rest := unescapeSome(nil, []byte(`\ud83d\ude00 \u00e9`), 100); string(got) != "😀 é" || len(rest) != 0 {
+		t.Errorf("surrogates: %q", got)
 	}
 }

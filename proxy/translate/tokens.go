@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
@@ -397,30 +398,133 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 // so a walk over a Messages request counts into it as the translations'
 // builders do.
 type promptEstimate struct {
-	n       int
-	u       unquoter
-	scratch []byte
+	n int
+	u unquoter
 }
 
 // message counts one message of the prompt (its role and separators).
 func (e *promptEstimate) message() { e.n += messageOverhead }
 
-// text counts the raw JSON string v (absent, null or malformed: nothing).
+// text counts the raw JSON string v (absent, null or another kind:
+// nothing) as escaped counts its inside.
 func (e *promptEstimate) text(v []byte) {
-	if text, ok := e.u.text(v); ok {
-		e.n += EstimateTokens(bytesString(text))
+	if jsontext.Value(v).Kind() == '"' && len(v) >= 2 {
+		e.escaped(v[1 : len(v)-1])
 	}
 }
 
+// estimateChunk bounds the text escaped unescapes at a time, so that the
+// estimate needs no copy of a long text: each chunk is cut after its last
+// space or newline (no word is cut) and counted alone.
+const estimateChunk = 4096
+
 // escaped counts in, the inside of a JSON string as it sits in a body
-// (escaped, without its quotes).
+// (escaped, without its quotes): as it is when it has no escape, else
+// unescaped a chunk at a time.
 func (e *promptEstimate) escaped(in []byte) {
 	if bytes.IndexByte(in, '\\') < 0 {
 		e.n += EstimateTokens(bytesString(in))
 		return
 	}
-	e.scratch = append(append(append(e.scratch[:0], '"'), in...), '"')
-	e.text(e.scratch)
+	buf := e.u.buf[:0]
+	if cap(buf) < estimateChunk+8 {
+		buf = make([]byte, 0, estimateChunk+8)
+	}
+	for {
+		buf, in = unescapeSome(buf, in, estimateChunk)
+		if len(in) == 0 {
+			e.n += EstimateTokens(bytesString(buf))
+			break
+		}
+		k := bytes.LastIndexAny(buf, " \n") + 1
+		if k == 0 {
+			k = len(buf) // one long word: cut it (buf ends on a rune's start)
+		}
+		e.n += EstimateTokens(bytesString(buf[:k]))
+		buf = buf[:copy(buf, buf[k:])]
+	}
+	e.u.buf = buf
+}
+
+// unescapeSome appends the text of in, the inside of a valid JSON string,
+// to dst until dst holds limit bytes (an escape's rune may pass it by a
+// few; a plain run is cut at a rune's start), and returns what of in is
+// left.
+func unescapeSome(dst, in []byte, limit int) ([]byte, []byte) {
+	for len(in) > 0 && len(dst) < limit {
+		i := bytes.IndexByte(in, '\\')
+		if i < 0 {
+			i = len(in)
+		}
+		if room := limit - len(dst); i > room {
+			k := room
+			for k > 0 && in[k]&0xC0 == 0x80 {
+				k--
+			}
+			if k == 0 { // the rune is longer than the room: take it whole
+				for k = room; k < i && in[k]&0xC0 == 0x80; k++ {
+				}
+			}
+			return append(dst, in[:k]...), in[k:]
+		}
+		dst, in = append(dst, in[:i]...), in[i:]
+		if len(in) < 2 {
+			return append(dst, in...), nil
+		}
+		n := 2
+		switch c := in[1]; c {
+		case 'n':
+			dst = append(dst, '\n')
+		case 't':
+			dst = append(dst, '\t')
+		case 'r':
+			dst = append(dst, '\r')
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, ok := hex4(in[2:])
+			if !ok {
+				return append(dst, in...), nil
+			}
+			n = 6
+			if utf16.IsSurrogate(r) && len(in) >= 12 && in[6] == '\\' && in[7] == 'u' {
+				if r2, ok := hex4(in[8:]); ok {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r, n = d, 12
+					}
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+		in = in[n:]
+	}
+	return dst, in
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // json counts a JSON value as it is written (a schema, a tool's input).
