@@ -114,23 +114,6 @@ func validate(req *messages.Request) error {
 	return nil
 }
 
-func resolveTarget(resolve Resolver, alias string) (Target, error) {
-	if resolve == nil {
-		return Target{Alias: alias, BackendModel: alias, SupportsSystemMessage: true}, nil
-	}
-	t, err := resolve(alias)
-	if err != nil {
-		return Target{}, err
-	}
-	if t.Alias == "" {
-		t.Alias = alias
-	}
-	if t.BackendModel == "" {
-		t.BackendModel = alias
-	}
-	return t, nil
-}
-
 // part is a content part of a Chat message: text, or an image by URL. Its
 // value is the concatenation of segs, each the inside of a JSON string
 // (escaped, without quotes).

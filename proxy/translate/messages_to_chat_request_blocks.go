@@ -272,46 +272,6 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 	return nil, invalidf("%s.source.type: must be \"text\", \"content\" or \"base64\", got %q", at, src.Type)
 }
 
-// inner returns the inside of a raw JSON string: escaped, without quotes.
-func inner(v []byte) []byte {
-	if len(v) < 2 {
-		return nil
-	}
-	return v[1 : len(v)-1]
-}
-
-// textOf returns the inside of a text block's raw string; an absent or
-// null text is empty. ok is false when the text is not a string.
-func textOf(v []byte) (in []byte, ok bool) {
-	switch jsontext.Value(v).Kind() {
-	case '"':
-		return inner(v), true
-	case 'n', jsontext.KindInvalid:
-		return nil, true
-	}
-	return nil, false
-}
-
-// quoteInner escapes s as the inside of a JSON string.
-func quoteInner(s string) []byte {
-	q := appendQuoted(nil, s) // s came from a validated string
-	return q[1 : len(q)-1]
-}
-
-// rawHasPrefix reports whether the raw JSON string v starts with prefix
-// once unescaped.
-func rawHasPrefix(v []byte, prefix string) bool {
-	in := inner(v)
-	if len(in) >= len(prefix) && string(in[:len(prefix)]) == prefix {
-		return true
-	}
-	if bytes.IndexByte(in, '\\') < 0 {
-		return false
-	}
-	s, err := jsontext.AppendUnquote(nil, v)
-	return err == nil && strings.HasPrefix(string(s), prefix)
-}
-
 // base64Of checks that the raw JSON string v holds standard base64 (padded,
 // no whitespace) and returns its inside.
 func base64Of(v []byte) ([]byte, error) {

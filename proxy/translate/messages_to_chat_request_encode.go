@@ -156,14 +156,6 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 	return append(w, '}')
 }
 
-func appendString(w []byte, segs [][]byte) []byte {
-	w = append(w, '"')
-	for _, s := range segs {
-		w = append(w, s...)
-	}
-	return append(w, '"')
-}
-
 // append writes the message as a Chat message object.
 func (m *chatMsg) append(w []byte) []byte {
 	w = append(w, `{"role":"`...)
