@@ -2,7 +2,9 @@
 #
 #   make build   static binaries in bin/
 #   make test    every test of every module, integration tests included
-#   make lint    gofmt, go vet, staticcheck, promtool check metrics (lint-metrics)
+#   make lint    gofmt, go vet, staticcheck, repolint (no tracked binaries or
+#                large files; the docs' links and anchors), promtool check
+#                metrics (lint-metrics)
 #   make images  the proxy and warmer images, tagged with the version
 #   make chart   the Helm chart's checks (also part of make test)
 
@@ -64,6 +66,7 @@ fuzz:
 	done
 
 lint:
+	$(GO) run ./tools/cmd/repolint
 	@out=$$(gofmt -l proxy warmer notifier tools deploy/helm/chartcheck); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(MODULES)
@@ -88,17 +91,20 @@ lint-metrics: build
 	GOWORK=off GOFLAGS=-mod=mod GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	$(GO) run ./tools/cmd/metricslint --bin $(BIN) --promtool $(BIN)/tools/promtool
 
-# install-hook: build notify-chat and register it as the client's Stop and
-# Notification hook. ARGS: --project, --config-dir DIR, --dry-run
-# (see bin/notify-chat install --help).
+# install-hook: build notify-chat and register it as Claude Code's Stop and
+# Notification hook in $CLAUDE_CONFIG_DIR (else ~/.claude)/settings.json.
+# ARGS: --project (.claude/settings.local.json), --client codex
+# ($CODEX_HOME, else ~/.codex/config.toml), --config-dir DIR, --dry-run
+# (see bin/notify-chat install --help and docs/notifier.md).
 .PHONY: install-hook
 install-hook:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/notify-chat ./notifier/cmd/notify-chat
 	$(BIN)/notify-chat install $(ARGS)
 
-# uninstall-hook: remove what install-hook added (the settings entries and
-# the copied binary). ARGS: --project, --config-dir DIR, --dry-run.
+# uninstall-hook: remove what install-hook added (the settings entries, an
+# older install's in ~/.client too, and the copied binary).
+# ARGS: --project, --client codex, --config-dir DIR, --dry-run.
 .PHONY: uninstall-hook
 uninstall-hook:
 	@mkdir -p $(BIN)
@@ -135,7 +141,8 @@ soak: build
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
 #
 #   make up     build bin/ and the images, start backend stub + proxy + warmer,
-#               wait until healthy, print the client variables
+#               wait until healthy, print what each client reads (Claude Code,
+#               Codex, Chat clients)
 #   make down   stop the stack; remove its containers, network and images
 
 COMPOSE := docker compose
@@ -163,12 +170,14 @@ up: docker-check compose-plugin build .env
 	@url="http://localhost:$$($(COMPOSE) port proxy 4000 | sed 's/.*://')"; \
 	key=$$(grep '^PROXY_API_KEY=' .env | tail -n 1 | cut -d= -f2- | tr -d "\"'"); \
 	echo; \
-	echo "Dragoman is up at $$url (stub backend, warmer running). For the coding client:"; \
-	echo "  export VENDORA_BASE_URL=$$url"; \
-	echo "  export VENDORA_AUTH_TOKEN='$$key'"; \
-	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CODING_CLIENT_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
-	echo "For a Chat Completions client:"; \
-	echo "  export VENDORB_BASE_URL=$$url/v1 VENDORB_API_KEY='$$key'"; \
+	echo "Dragoman is up at $$url (stub backend, warmer running). For Claude Code:"; \
+	echo "  export ANTHROPIC_BASE_URL=$$url"; \
+	echo "  export ANTHROPIC_AUTH_TOKEN='$$key'"; \
+	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
+	echo "For Codex, in ~/.codex/config.toml: model = \"local-model\" and openai_base_url = \"$$url/v1\"; then:"; \
+	echo "  export CODEX_API_KEY='$$key'"; \
+	echo "For a Chat Completions client (OpenAI SDKs; OpenCode: see README.md):"; \
+	echo "  export OPENAI_BASE_URL=$$url/v1 OPENAI_API_KEY='$$key'"; \
 	echo "Try: curl -s $$url/v1/messages -H 'Authorization: Bearer $$key' -d '{\"model\":\"claude-opus-5-5\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'"; \
 	echo "Stop: make down"
 

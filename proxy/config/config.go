@@ -34,6 +34,7 @@ const (
 	DefaultCooldownTime        = 30 * time.Second
 	DefaultHealthCheckInterval = 10 * time.Second
 	DefaultQueueTimeout        = 60 * time.Second
+	DefaultLoadPollInterval    = time.Second
 )
 
 // RoutingStrategies are the values router_settings.routing_strategy takes.
@@ -100,6 +101,10 @@ type RouterSettings struct {
 	// Routes send a request of a kind to another pool; the first that
 	// matches wins. None: every request goes to the pool it names.
 	Routes []KindRoute
+	// LoadPollInterval is how often each backend's own load is read from
+	// its /metrics (or llama.cpp's /slots); 0: never, the proxy's own count
+	// of requests in flight only.
+	LoadPollInterval time.Duration
 }
 
 // KindRoute is one of router_settings.routes: requests of Kind go to the
@@ -230,6 +235,10 @@ func Parse(path string, data []byte, getenv Getenv) (*Config, error) {
 type parser struct {
 	path   string
 	getenv Getenv
+	// liteLLM: an entry wrote litellm_params; paramsKeys: each entry's
+	// spelling (litellm.go).
+	liteLLM    bool
+	paramsKeys []string
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
@@ -238,10 +247,10 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 
 var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
-	entryKeys    = []string{"model_name", "proxy_params"}
+	entryKeys    = []string{"model_name", ParamsKey, LiteLLMParamsKey}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback"}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
-	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks", "background_models", "long_context_tokens", "routes"}
+	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "load_poll_interval", "fallbacks", "background_models", "long_context_tokens", "routes"}
 )
 
 func (p *parser) file(root *yaml.Node) (*Config, error) {
@@ -259,10 +268,11 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 		CooldownTime:        DefaultCooldownTime,
 		HealthCheckInterval: DefaultHealthCheckInterval,
 		QueueTimeout:        DefaultQueueTimeout,
+		LoadPollInterval:    DefaultLoadPollInterval,
 	}}
 	list, ok := fields["model_list"]
 	if !ok {
-		return nil, p.errorf(doc, "model_list is missing: add at least one entry with model_name and proxy_params")
+		return nil, p.errorf(doc, "model_list is missing: add at least one entry with model_name and proxy_params (or LiteLLM's litellm_params)")
 	}
 	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
 		return nil, p.errorf(list, "model_list must be a list with at least one entry of model_name and proxy_params")
@@ -277,7 +287,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 		// twice in one pool is a mistake (it would count double).
 		key := r.Alias + "\x00" + r.APIBase + "\x00" + r.BackendModel
 		if line, dup := seen[key]; dup {
-			return nil, p.errorf(entry, "model_list[%d]: alias %q already lists backend model %q at %s (line %d): a pool lists each backend once; to send it more traffic, raise proxy_params.weight", i, r.Alias, r.BackendModel, r.APIBase, line)
+			return nil, p.errorf(entry, "model_list[%d]: alias %q already lists backend model %q at %s (line %d): a pool lists each backend once; to send it more traffic, raise %s.weight", i, r.Alias, r.BackendModel, r.APIBase, line, p.paramsKey(i))
 		}
 		seen[key] = entry.Line
 		cfg.Routes = append(cfg.Routes, r)
@@ -290,6 +300,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 			return nil, err
 		}
 	}
+	p.messagesEndpointDefault(fields["general_settings"], cfg)
 	if rs, ok := fields["router_settings"]; ok && !isNull(rs) {
 		if err := p.router(rs, cfg); err != nil {
 			return nil, err
@@ -314,11 +325,11 @@ func (p *parser) visionFallbacks(list *yaml.Node, cfg *Config) error {
 		switch {
 		case r.VisionFallback == "":
 		case r.VisionFallback == r.Alias:
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, p.paramsKey(i), r.VisionFallback)
 		case !slices.Contains(aliases, r.VisionFallback):
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, p.paramsKey(i), r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
 		case slices.ContainsFunc(cfg.Pool(r.VisionFallback), func(f Route) bool { return f.Protocol != ProtocolChat }):
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q has a vendora/ backend; the descriptions are asked in the Chat format: name a model_name whose backends are vendorb/", i, r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback: %q has a vendora/ backend; the descriptions are asked in the Chat format: name a model_name whose backends are vendorb/", i, p.paramsKey(i), r.VisionFallback)
 		}
 	}
 	return nil
@@ -342,7 +353,7 @@ func (p *parser) names(list *yaml.Node, routes []Route) error {
 			continue
 		}
 		if o := routes[j]; o.APIBase != r.APIBase || o.BackendModel != r.BackendModel {
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.name %q already names the backend %s (model %s) at line %d: give each backend its own name", i, r.Name, o.APIBase, o.BackendModel, o.Line)
+			return p.errorf(list.Content[i], "model_list[%d].%s.name %q already names the backend %s (model %s) at line %d: give each backend its own name", i, p.paramsKey(i), r.Name, o.APIBase, o.BackendModel, o.Line)
 		}
 	}
 	return nil
@@ -379,6 +390,7 @@ func (p *parser) router(n *yaml.Node, cfg *Config) error {
 		{"cooldown_time", &rs.CooldownTime, DefaultCooldownTime, ""},
 		{"health_check_interval", &rs.HealthCheckInterval, DefaultHealthCheckInterval, "0 turns the probe off"},
 		{"queue_timeout", &rs.QueueTimeout, DefaultQueueTimeout, ""},
+		{"load_poll_interval", &rs.LoadPollInterval, DefaultLoadPollInterval, "0 turns the reading of the servers' load off"},
 	} {
 		v, ok := fields[d.key]
 		if !ok {
@@ -614,19 +626,20 @@ func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
 	if r.Alias == "" {
 		return Route{}, p.errorf(name, "%s.model_name is empty: write the alias clients send in \"model\"", where)
 	}
-	paramsNode, err := p.required(entry, fields, where, "proxy_params", "model, api_base and api_key")
+	paramsNode, spelling, err := p.params(entry, fields, where)
 	if err != nil {
 		return Route{}, err
 	}
-	where += ".proxy_params"
+	where += "." + spelling
 	params, err := p.mapping(paramsNode, where, paramsKeys)
 	if err != nil {
 		return Route{}, err
 	}
-	if err := p.backendModel(paramsNode, params, where, &r); err != nil {
+	prefix, err := p.backendModel(paramsNode, params, where, spelling, &r)
+	if err != nil {
 		return Route{}, err
 	}
-	if err := p.apiBase(paramsNode, params, where, &r); err != nil {
+	if err := p.apiBase(paramsNode, params, where, prefix.appendV1, &r); err != nil {
 		return Route{}, err
 	}
 	keyNode, err := p.required(paramsNode, params, where, "api_key", "the backend's key, a literal or os.environ/NAME (any value for a backend that needs none)")
@@ -639,29 +652,24 @@ func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
 	return r, p.optionalParams(params, where, &r)
 }
 
-func (p *parser) backendModel(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+func (p *parser) backendModel(n *yaml.Node, params map[string]*yaml.Node, where, spelling string, r *Route) (modelPrefix, error) {
 	v, err := p.required(n, params, where, "model", `the backend model as "vendorb/<backend_model>" or "vendora/<backend_model>"`)
 	if err != nil {
-		return err
+		return modelPrefix{}, err
 	}
 	var model string
 	if err := p.decode(v, where+".model", "a string", &model); err != nil {
-		return err
+		return modelPrefix{}, err
 	}
-	name, ok := strings.CutPrefix(model, BackendPrefix)
-	if !ok {
-		if name, ok = strings.CutPrefix(model, NativePrefix); ok {
-			r.Protocol = ProtocolMessages
-		}
-	}
+	prefix, name, ok := cutModelPrefix(model)
 	if !ok || name == "" {
-		return p.errorf(v, "%s.model is %q: write it as \"vendorb/<backend_model>\" (the backend speaks Chat Completions at {api_base}/chat/completions) or \"vendora/<backend_model>\" (it serves the Messages format itself at {api_base}/messages); the rest is the model name the backend serves", where, model)
+		return modelPrefix{}, p.errorf(v, "%s.model is %q: %s", where, model, prefixFix(spelling))
 	}
-	r.BackendModel = name
-	return nil
+	r.BackendModel, r.Protocol = name, prefix.protocol
+	return prefix, nil
 }
 
-func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where string, appendV1 bool, r *Route) error {
 	v, err := p.required(n, params, where, "api_base", "the backend's base URL ending in /v1, e.g. http://localhost:8000/v1")
 	if err != nil {
 		return err
@@ -675,6 +683,9 @@ func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where strin
 		return p.errorf(v, "%s.api_base is %q: it must be an http(s) URL ending in /v1, e.g. http://localhost:8000/v1", where, base)
 	}
 	r.APIBase = strings.TrimRight(base, "/")
+	if appendV1 && !strings.HasSuffix(r.APIBase, "/v1") {
+		r.APIBase += "/v1" // ollama/, anthropic/: LiteLLM's api_base is the server's root
+	}
 	if !strings.HasSuffix(r.APIBase, "/v1") {
 		// The proxy appends /chat/completions: without /v1 every request
 		// would reach a path the backend does not serve.
@@ -826,7 +837,7 @@ func (p *parser) mapping(n *yaml.Node, where string, known []string) (map[string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !slices.Contains(known, k.Value) {
-			return nil, p.errorf(k, "unknown key %q in %s: remove it or correct its spelling (known keys: %s)", k.Value, where, strings.Join(known, ", "))
+			return nil, p.errorf(k, "unknown key %q in %s%s: remove it or correct its spelling (known keys: %s)", k.Value, where, unknownKeyNote(k.Value), strings.Join(known, ", "))
 		}
 		if _, dup := fields[k.Value]; dup {
 			return nil, p.errorf(k, "key %q appears twice in %s: keep one", k.Value, where)

@@ -54,7 +54,7 @@ var TokenKinds = []string{"input", "output", "cache_read", "reasoning"}
 // "max_tokens") and for a session's move.
 var (
 	RetryReasons = []string{"unreachable", "timeout", "status_502", "status_503", "max_tokens"}
-	MoveReasons  = []string{"down", "overloaded", "rebalanced"}
+	MoveReasons  = []string{"home_full", "home_down"}
 )
 
 // Unknown is the alias and backend label of a request that named no
@@ -121,6 +121,8 @@ type Metrics struct {
 	pings       *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
 	search      searchFamilies
+	// authThrottled counts the requests package authlimit refused.
+	authThrottled prometheus.Counter
 
 	// routes are the series of every route known at start-up, resolved
 	// once there: Observe looks them up in a map that is never written
@@ -173,7 +175,7 @@ func New(s Setup) *Metrics {
 		}, []string{"backend", "reason"}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_session_moves_total",
-			Help: "Session requests served by another backend than the session's previous one (its prefix cache is lost), by reason.",
+			Help: "Session requests served by another backend than the session's home (the top of its rendezvous order, the same at every replica: summed over replicas, what the servers see), by reason: home_full, home_down.",
 		}, []string{"alias", "reason"}),
 		pings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_stream_pings_total",
@@ -197,8 +199,9 @@ func New(s Setup) *Metrics {
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	m.search = newSearchFamilies(s.SearchProvider)
+	m.authThrottled = newAuthThrottled()
 	m.reg = newRegistry(build, m.requests, m.duration, m.ttft, m.rate, m.tokens, m.queueWait,
-		m.retries, m.moves, m.pings, m.disconnects, m.search.searches, m.search.duration, newLoadCollector(s))
+		m.retries, m.moves, m.pings, m.disconnects, m.search.searches, m.search.duration, newLoadCollector(s), m.authThrottled)
 	for _, e := range Endpoints {
 		m.endpointPings[e] = m.pings.WithLabelValues(e)
 		m.endpointDisconnects[e] = m.disconnects.WithLabelValues(e)
@@ -382,7 +385,7 @@ func (m *Metrics) Retried(backend, reason string) {
 }
 
 // SessionMoved counts a session's request served by another backend than
-// its previous one.
+// its home.
 func (m *Metrics) SessionMoved(alias, reason string) {
 	if m != nil {
 		known(m.aliasMoves, [2]string{alias, reason}, func() prometheus.Counter { return m.moves.WithLabelValues(alias, reason) }).Inc()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
@@ -47,13 +48,14 @@ type harnessOptions struct {
 	settings   string // general_settings body
 	ping       time.Duration
 	backendURL string         // overrides the stub's URL
-	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL
+	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL, {host} its host:port
 	pool       *upstream.Pool // nil: a pool with a 10 ms backoff
 	metrics    bool           // export metrics on GET /metrics (h.metrics)
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	gate       *keys.Gate
-	tls        bool // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
+	authLim    *authlimit.Limiter // counts failed authentications per address
+	tls        bool               // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
 	// search, when set, is the search_settings provider, served by the
 	// stub (searchExtra: more search_settings lines, indented).
 	search, searchExtra string
@@ -82,6 +84,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		base = o.backendURL
 	}
 	routes := strings.ReplaceAll(o.routesYAML, "{base}", base)
+	routes = strings.ReplaceAll(routes, "{host}", strings.TrimPrefix(backend.URL, "http://"))
 	if routes == "" {
 		params := "      model: " + prefix + "qwen3-coder\n      api_base: " + base + "\n      api_key: os.environ/TEST_BACKEND_KEY\n" + o.extraYAML
 		routes = "model_list:\n" +
@@ -123,6 +126,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ServeMetrics: o.metrics,
 		Tracer:       o.tracer,
 		Gate:         o.gate,
+		AuthLimiter:  o.authLim,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

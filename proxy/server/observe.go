@@ -31,6 +31,9 @@ type observation struct {
 	usage      *chat.Usage
 	pings      int
 	trace      *tracing.Request
+	// reservation is what the request's per-user key reserved for it
+	// (nil: none); its usage takes its place when it is recorded.
+	reservation *keys.Reservation
 }
 
 // MetricRoutes lists each alias and each backend of its pool, for the
@@ -99,6 +102,7 @@ var errorTypes = map[kind]string{
 	overloaded:       "overloaded",
 	badGateway:       "bad_gateway",
 	timedOut:         "timeout",
+	unavailable:      "key_store_unreachable",
 }
 
 func errorType(k kind) string {
@@ -252,6 +256,9 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 		usage = metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
 	}
 	keyName := metrics.MasterKey
+	if !rec.authenticated {
+		keyName = metrics.Unknown // no key accepted: not the master key's request
+	}
 	if rec.key != nil {
 		keyName = rec.key.Name
 		s.recordUsage(rec, r, alias, backend, status, elapsed, usage)
@@ -278,7 +285,7 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 // and four bytes a token of the answer's body.
 func (s *Server) recordUsage(rec *recorder, r *http.Request, alias, backend string, status int, elapsed time.Duration, u metrics.Usage) {
 	k := keys.Record{At: rec.obs.start, Alias: alias, Backend: backend, Kind: rec.obs.endpoint, Status: status, Duration: elapsed,
-		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead)}
+		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead), Reserved: rec.obs.reservation}
 	if rec.obs.usage == nil && backend != metrics.Unknown && status < 400 {
 		k.Estimated = true
 		k.Input, k.Output = max(r.ContentLength, 0)/4, int64(rec.bytes)/4

@@ -22,6 +22,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
@@ -57,6 +58,9 @@ type Options struct {
 	Gate *keys.Gate
 	// Admin serves /admin (the page and its API); nil: not served.
 	Admin http.Handler
+	// AuthLimiter refuses (429) a client address that failed to
+	// authenticate too often (shared with Admin); nil: none.
+	AuthLimiter *authlimit.Limiter
 }
 
 // Server serves the proxy's endpoints. It is an http.Handler.
@@ -78,6 +82,8 @@ type Server struct {
 	tracer  *tracing.Tracer   // nil: off
 	gate    *keys.Gate        // nil: no per-user keys
 	search  *websearch.Client // search_settings; nil: web search off
+
+	authLim *authlimit.Limiter // nil: failed authentications not limited
 
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool   // a Messages backend's count_tokens URL → served
@@ -112,6 +118,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,
 		gate:     opts.Gate,
+		authLim:  opts.AuthLimiter,
 	}
 	s.aliasNames = cfg.Aliases()
 	s.kindRules = cfg.Router.KindRules()
@@ -224,13 +231,16 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 		}
 		s.active.Add(1)
 		defer s.active.Add(-1)
+		if !s.authAllowed(w, r, f) {
+			return
+		}
 		key, p, ok := s.authenticate(r)
 		if !ok {
-			f.write(w, p)
+			s.refuseAuth(w, r, f, p)
 			return
 		}
 		if rec, isRec := w.(*recorder); isRec {
-			rec.key = key
+			rec.key, rec.authenticated = key, true
 		}
 		h(w, r, f)
 	}
@@ -331,11 +341,12 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte(`{"status":"ready"}`))
 }
 
-// backends answers GET /backends: every backend with its state and load.
+// backends answers GET /backends: every backend with its state and load
+// (a per-user key: those of the models it may use).
 func (s *Server) backends(w http.ResponseWriter, _ *http.Request, _ format) {
 	b, err := json.Marshal(struct {
 		Backends []balance.Status `json:"backends"`
-	}{s.bal.Snapshot()})
+	}{visibleBackends(s.bal.Snapshot(), keyOf(w))})
 	if err != nil {
 		chatFormat.write(w, problemf(badGateway, "rendering /backends: %v", err))
 		return
@@ -368,6 +379,9 @@ type recorder struct {
 	alias  string
 	obs    observation
 	key    *keys.Key // the per-user key the request came with; nil: the master key
+	// authenticated: the request's key was accepted (the master key when
+	// key is nil); a request refused before is counted as key "unknown".
+	authenticated bool
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -172,7 +172,11 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// backend never reports usage.
 	estimate := estimateTurns(b.turns, out.tools)
 	if target.SupportsSystemMessage {
-		return BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}, call, nil
+		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}
+		if out.maxTokens != nil {
+			breq.MaxTokens = int(min(*out.maxTokens, 1<<31))
+		}
+		return breq, call, nil
 	}
 	// ChatToChat folds system turns into user text for backends without a
 	// system role (and sets the model, clamps max_tokens): one copy of
