@@ -3,41 +3,20 @@ package chat
 import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-)
 
-// Error types the proxy itself returns in the Chat error shape.
-const (
-	InvalidRequestError = "invalid_request_error"
-	AuthenticationError = "authentication_error"
-	NotFoundError       = "not_found_error"
-	RateLimitError      = "rate_limit_error"
-	ServerError         = "server_error"
-	TimeoutError        = "timeout"
-	UnavailableError    = "service_unavailable"
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 )
 
 // ErrorResponse is the Chat error shape: {"error": {...}}.
-type ErrorResponse struct {
-	Error ErrorBody `json:"error"`
-}
+type ErrorResponse = apierror.Response
 
 // ErrorBody describes an error. Code is a number on some servers and a
 // string on others, so it is kept raw.
-type ErrorBody struct {
-	Message string         `json:"message"`
-	Type    string         `json:"type"`
-	Param   *string        `json:"param"`
-	Code    jsontext.Value `json:"code,omitzero"`
-}
+type ErrorBody = apierror.Body
 
-// MarshalError renders an error in the Chat shape.
-func MarshalError(errType, message string) []byte {
-	b, err := json.Marshal(ErrorResponse{Error: ErrorBody{Message: message, Type: errType}}, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		panic("chat: marshal of a fixed struct failed: " + err.Error())
-	}
-	return b
-}
+// MarshalError renders an error in the Chat shape (apierror's types), with
+// no code.
+func MarshalError(errType, message string) []byte { return apierror.Marshal(errType, message, nil) }
 
 // ParseError extracts the message of a backend error body in the Chat
 // shape, or in the bare {"message": ...} or {"detail": ...} shapes some

@@ -73,7 +73,13 @@ type Backend struct {
 	APIBase string   `json:"api_base"`
 	Model   string   `json:"model"`
 	Server  string   `json:"server,omitempty"`
-	Results []Result `json:"results"`
+	// ContextWindow is the window the proxy uses for this backend model,
+	// in tokens (0: unknown), and WindowSource where it comes from
+	// ("proxy_params.context_window", what the backend said, such as
+	// "GET /v1/models max_model_len", or "" when unknown).
+	ContextWindow int      `json:"context_window"`
+	WindowSource  string   `json:"window_source"`
+	Results       []Result `json:"results"`
 }
 
 // Report is the whole check.
@@ -135,6 +141,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 			c := checker{ctx: ctx, client: opts.Client, route: r, cfgPath: cfg.Path, probeOverflow: opts.ProbeOverflow}
 			b.Results = c.run()
 			b.Server = c.info.Server
+			b.ContextWindow, b.WindowSource = c.windowUsed()
 		}(&rep.Backends[i], routes[i])
 	}
 	wg.Wait()
@@ -282,6 +289,18 @@ func (c *checker) window() {
 	}
 }
 
+// windowUsed is the window the proxy uses and where it comes from: the
+// config's proxy_params.context_window first, else what the backend says.
+func (c *checker) windowUsed() (int, string) {
+	switch {
+	case c.route.ContextWindow > 0:
+		return c.route.ContextWindow, "proxy_params.context_window"
+	case c.info.ContextWindow > 0:
+		return c.info.ContextWindow, c.info.WindowSource
+	}
+	return 0, ""
+}
+
 func windowText(info discover.Info) string {
 	if info.ContextWindow == 0 {
 		return "nothing"
@@ -426,7 +445,7 @@ func (c *checker) nativeMessages() {
 	switch {
 	case err != nil:
 		c.add(CheckMessages, Skip, "the probe failed: "+c.redact(err.Error()), "")
-	case status/100 == 2 && bytes.Contains(body, []byte(`"type":"message"`)):
+	case status/100 == 2 && isMessagesAnswer(body):
 		c.add(CheckMessages, OK, "present: POST /v1/messages answers in the Messages format",
 			"consider proxy_params.model: vendora/"+c.route.BackendModel+" to pass Messages requests through untranslated")
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
@@ -434,6 +453,15 @@ func (c *checker) nativeMessages() {
 	default:
 		c.add(CheckMessages, OK, fmt.Sprintf("unclear: POST /v1/messages answered %d", status), "")
 	}
+}
+
+// isMessagesAnswer reports whether body is a Messages answer: a JSON
+// object whose "type" is "message" (however the server spaces its JSON).
+func isMessagesAnswer(body []byte) bool {
+	var m struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Type == "message"
 }
 
 func (c *checker) post(path string, payload []byte) ([]byte, int, error) {

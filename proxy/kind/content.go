@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 )
 
 // content is what a body's structure says of its kinds.
@@ -64,7 +66,7 @@ func readContent(body []byte) content {
 			if err != nil {
 				return c
 			}
-			e := unquote(v)
+			e := jsonquote.Unquote(v)
 			c.thinking = c.thinking || (e != "" && e != "none" && e != "minimal")
 		case "tools":
 			if c.readTools(dec) != nil {
@@ -201,7 +203,7 @@ func member(obj jsontext.Value, name string) string {
 			return ""
 		}
 		if key == name {
-			return unquote(v)
+			return jsonquote.Unquote(v)
 		}
 	}
 	return ""

@@ -25,6 +25,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 )
 
 // Kind is one kind of request.
@@ -230,24 +232,13 @@ func subagentHeaders(h http.Header) bool {
 		}
 		switch key {
 		case "thread_source":
-			source = unquote(v)
+			source = jsonquote.Unquote(v)
 		case "agent_name":
-			agent = unquote(v)
+			agent = jsonquote.Unquote(v)
 		}
 	}
 	// The user's own thread is agent "/root"; a spawned one is below it.
 	return source == "subagent" || strings.Count(strings.Trim(agent, "/"), "/") > 0
-}
-
-func unquote(v jsontext.Value) string {
-	if v.Kind() != '"' {
-		return ""
-	}
-	b, err := jsontext.AppendUnquote(nil, v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // billingPrefix starts Claude Code's billing block; subagentMarker is in

@@ -36,6 +36,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -315,7 +316,7 @@ func (o Overflow) ChatError() []byte {
 	param := "messages"
 	b, err := json.Marshal(chat.ErrorResponse{Error: chat.ErrorBody{
 		Message: o.ChatMessage(),
-		Type:    chat.InvalidRequestError,
+		Type:    apierror.InvalidRequestError,
 		Param:   &param,
 		Code:    jsontext.Value(`"` + ChatCode + `"`),
 	}})

@@ -13,6 +13,8 @@ package responses
 import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 )
 
 // Request is a POST /v1/responses body. Members the proxy does not read
@@ -318,40 +320,12 @@ const (
 	EventFailed                 = "response.failed"
 )
 
-// Error types of the error shape, {"error":{"message","type","param","code"}}.
-const (
-	InvalidRequestError = "invalid_request_error"
-	AuthenticationError = "authentication_error"
-	NotFoundError       = "not_found_error"
-	RateLimitError      = "rate_limit_error"
-	ServerError         = "server_error"
-	TimeoutError        = "timeout"
-	UnavailableError    = "service_unavailable"
-)
-
-// ErrorResponse is the error shape of the API.
-type ErrorResponse struct {
-	Error ErrorBody `json:"error"`
-}
-
-// ErrorBody describes an error. Param names the request member at fault,
-// when there is one.
-type ErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// MarshalError renders an error in the API's error shape. code may be "".
+// MarshalError renders an error in the API's error shape (apierror's
+// types); its code member is null when code is "".
 func MarshalError(errType, code, message string) []byte {
-	body := ErrorBody{Message: message, Type: errType}
+	raw := jsontext.Value("null")
 	if code != "" {
-		body.Code = &code
+		raw, _ = jsontext.AppendQuote(nil, code)
 	}
-	b, err := json.Marshal(ErrorResponse{Error: body}, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		panic("responses: marshal of a fixed struct failed: " + err.Error())
-	}
-	return b
+	return apierror.Marshal(errType, message, raw)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
@@ -69,18 +70,18 @@ type rendering struct {
 }
 
 var renderings = map[kind]rendering{
-	invalidRequest:   {400, messages.InvalidRequestError, 400, chat.InvalidRequestError},
-	unauthenticated:  {401, messages.AuthenticationError, 401, chat.AuthenticationError},
-	notFound:         {404, messages.NotFoundError, 404, chat.NotFoundError},
-	methodNotAllowed: {405, messages.InvalidRequestError, 405, chat.InvalidRequestError},
-	tooLarge:         {413, messages.RequestTooLarge, 413, chat.InvalidRequestError},
-	unsupportedMedia: {415, messages.InvalidRequestError, 415, chat.InvalidRequestError},
-	rateLimited:      {429, messages.RateLimitError, 429, chat.RateLimitError},
-	overloaded:       {529, messages.OverloadedError, 503, chat.UnavailableError},
-	badGateway:       {502, messages.APIError, 502, chat.ServerError},
-	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
+	invalidRequest:   {400, messages.InvalidRequestError, 400, apierror.InvalidRequestError},
+	unauthenticated:  {401, messages.AuthenticationError, 401, apierror.AuthenticationError},
+	notFound:         {404, messages.NotFoundError, 404, apierror.NotFoundError},
+	methodNotAllowed: {405, messages.InvalidRequestError, 405, apierror.InvalidRequestError},
+	tooLarge:         {413, messages.RequestTooLarge, 413, apierror.InvalidRequestError},
+	unsupportedMedia: {415, messages.InvalidRequestError, 415, apierror.InvalidRequestError},
+	rateLimited:      {429, messages.RateLimitError, 429, apierror.RateLimitError},
+	overloaded:       {529, messages.OverloadedError, 503, apierror.UnavailableError},
+	badGateway:       {502, messages.APIError, 502, apierror.ServerError},
+	timedOut:         {504, messages.APIError, 504, apierror.TimeoutError},
 	forbidden:        {403, messages.PermissionError, 403, messages.PermissionError},
-	unavailable:      {503, messages.APIError, 503, chat.UnavailableError},
+	unavailable:      {503, messages.APIError, 503, apierror.UnavailableError},
 }
 
 func (f format) write(w http.ResponseWriter, p problem) {
@@ -101,7 +102,7 @@ func (f format) write(w http.ResponseWriter, p problem) {
 		case chatFormat:
 			body = p.overflow.ChatError()
 		case responsesFormat:
-			body = responses.MarshalError(responses.InvalidRequestError, overflow.ChatCode, p.overflow.ChatMessage())
+			body = responses.MarshalError(apierror.InvalidRequestError, overflow.ChatCode, p.overflow.ChatMessage())
 		}
 	}
 	h := w.Header()

@@ -340,7 +340,7 @@ func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, 
 	}
 	setAlias(w, x.alias)
 	if x.obs != nil {
-		x.obs.stream, x.obs.maxTokens = req.Stream, req.MaxTokens
+		x.obs.stream, x.obs.maxTokens, x.obs.prompt = req.Stream, req.MaxTokens, req.InputTokens
 	}
 	return x, true
 }

@@ -26,6 +26,7 @@ type observation struct {
 	errorType  string
 	stream     bool
 	maxTokens  int
+	prompt     int           // the translation's estimate of the prompt's tokens (0: none made)
 	firstToken time.Duration // 0: no content token relayed yet
 	usage      *chat.Usage
 	pings      int
@@ -278,14 +279,19 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 
 // recordUsage hands what a request made with a per-user key used to the
 // gate, which writes it with its next batch. A request the backend
-// answered without usage is recorded with an estimate, marked as one:
-// about four bytes a token of the request's and the answer's bodies.
+// answered without usage is recorded with an estimate, marked as one: the
+// prompt's estimate its translation made (the one count_tokens gives; a
+// pass-through that made none: four bytes a token of the request's body),
+// and four bytes a token of the answer's body.
 func (s *Server) recordUsage(rec *recorder, r *http.Request, alias, backend string, status int, elapsed time.Duration, u metrics.Usage) {
 	k := keys.Record{At: rec.obs.start, Alias: alias, Backend: backend, Kind: rec.obs.endpoint, Status: status, Duration: elapsed,
 		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead), Reserved: rec.obs.reservation}
 	if rec.obs.usage == nil && backend != metrics.Unknown && status < 400 {
 		k.Estimated = true
 		k.Input, k.Output = max(r.ContentLength, 0)/4, int64(rec.bytes)/4
+		if rec.obs.prompt > 0 {
+			k.Input = int64(rec.obs.prompt)
+		}
 	}
 	s.gate.Record(rec.key, k)
 }

@@ -54,6 +54,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
@@ -279,7 +280,7 @@ func (wc *wsConn) run(parent context.Context) string {
 func (wc *wsConn) handle(ctx context.Context, data []byte) bool {
 	var members map[string]jsontext.Value
 	if err := json.Unmarshal(data, &members); err != nil {
-		wc.sendError(ctx, http.StatusBadRequest, responses.InvalidRequestError, "", "a frame must be a JSON object {\"type\":\"response.create\", …}: "+err.Error())
+		wc.sendError(ctx, http.StatusBadRequest, apierror.InvalidRequestError, "", "a frame must be a JSON object {\"type\":\"response.create\", …}: "+err.Error())
 		return true
 	}
 	var typ string
@@ -289,7 +290,7 @@ func (wc *wsConn) handle(ctx context.Context, data []byte) bool {
 	case "response.processed":
 		return true // the client's acknowledgement of a response: nothing to do
 	default:
-		wc.sendError(ctx, http.StatusBadRequest, responses.InvalidRequestError, "", "frame type "+strconv.Quote(typ)+" is not one the proxy takes: send {\"type\":\"response.create\", …the fields of a Responses request…}")
+		wc.sendError(ctx, http.StatusBadRequest, apierror.InvalidRequestError, "", "frame type "+strconv.Quote(typ)+" is not one the proxy takes: send {\"type\":\"response.create\", …the fields of a Responses request…}")
 		return true
 	}
 	wc.requests++
@@ -325,7 +326,7 @@ func (wc *wsConn) fullInput(ctx context.Context, members map[string]jsontext.Val
 	switch in := members["input"]; in.Kind() {
 	case '[':
 		if err := json.Unmarshal(in, &items); err != nil {
-			wc.sendError(ctx, http.StatusBadRequest, responses.InvalidRequestError, "", "input: "+err.Error())
+			wc.sendError(ctx, http.StatusBadRequest, apierror.InvalidRequestError, "", "input: "+err.Error())
 			return nil, false
 		}
 	case '"':
@@ -334,7 +335,7 @@ func (wc *wsConn) fullInput(ctx context.Context, members map[string]jsontext.Val
 		items = []jsontext.Value{userMessage(text)}
 	case 'n', jsontext.KindInvalid:
 	default:
-		wc.sendError(ctx, http.StatusBadRequest, responses.InvalidRequestError, "", "input: must be a string or an array of input items")
+		wc.sendError(ctx, http.StatusBadRequest, apierror.InvalidRequestError, "", "input: must be a string or an array of input items")
 		return nil, false
 	}
 	var prev string
@@ -463,7 +464,7 @@ func (wc *wsConn) sendError(ctx context.Context, status int, typ, code, message 
 }
 
 func (wc *wsConn) sendErrorParam(ctx context.Context, status int, code, message, param string) {
-	b, _ := json.Marshal(wsError{Type: "error", Status: status, Error: wsErrorPayload{Type: responses.InvalidRequestError, Code: code, Message: message, Param: param}})
+	b, _ := json.Marshal(wsError{Type: "error", Status: status, Error: wsErrorPayload{Type: apierror.InvalidRequestError, Code: code, Message: message, Param: param}})
 	wc.write(ctx, b)
 }
 

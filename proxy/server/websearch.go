@@ -311,7 +311,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, br translat
 	alias := br.Target.Alias
 	setAlias(w, alias)
 	if o := observed(w); o != nil {
-		o.stream, o.maxTokens = br.Stream, br.MaxTokens
+		o.stream, o.maxTokens, o.prompt = br.Stream, br.MaxTokens, br.InputTokens
 	}
 	conv, err := translate.NewSearchChat(br.Body, alias)
 	bufpool.Put(br.Body)

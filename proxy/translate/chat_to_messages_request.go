@@ -120,7 +120,12 @@ func ChatToMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error
 	if err != nil {
 		return BackendRequest{}, invalidf("encoding the Messages request: %v", err)
 	}
-	return BackendRequest{Body: b, Target: target, Stream: req.Stream, InputTokens: EstimateTokens(string(body)),
+	// The estimate count_tokens would give the Messages body it becomes.
+	prompt := 0
+	if tc, err := DecodeTokenCount(b); err == nil {
+		prompt = tc.Estimate()
+	}
+	return BackendRequest{Body: b, Target: target, Stream: req.Stream, InputTokens: prompt,
 		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
 }
 

@@ -32,6 +32,9 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 		return BackendRequest{}, err
 	}
 	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2), tools: req.Tools}
+	if !req.System.IsZero() {
+		b.est.message()
+	}
 	if err := b.system(req.System); err != nil {
 		return BackendRequest{}, err
 	}
@@ -40,8 +43,8 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 			return BackendRequest{}, err
 		}
 	}
-	b.sizeTools(req.Tools)
-	prompt := estimateFromSizes(b.size)
+	b.estimateTools(req.Tools)
+	prompt := b.est.total()
 	if b.maxTokens, err = fitOutput(*req.MaxTokens, prompt, target); err != nil {
 		return BackendRequest{}, err
 	}
@@ -111,23 +114,6 @@ func validate(req *messages.Request) error {
 	return nil
 }
 
-func resolveTarget(resolve Resolver, alias string) (Target, error) {
-	if resolve == nil {
-		return Target{Alias: alias, BackendModel: alias, SupportsSystemMessage: true}, nil
-	}
-	t, err := resolve(alias)
-	if err != nil {
-		return Target{}, err
-	}
-	if t.Alias == "" {
-		t.Alias = alias
-	}
-	if t.BackendModel == "" {
-		t.BackendModel = alias
-	}
-	return t, nil
-}
-
 // part is a content part of a Chat message: text, or an image by URL. Its
 // value is the concatenation of segs, each the inside of a JSON string
 // (escaped, without quotes).
@@ -152,23 +138,13 @@ type chatMsg struct {
 	callID string // tool
 }
 
-// sizes are byte counts of what reaches the backend, from which
-// estimateFromSizes derives the prompt tokens.
-type sizes struct {
-	text  int // prose: text, system, tool results
-	json  int // JSON: schemas, tool inputs
-	msgs  int
-	tools int
-	image int
-}
-
 type builder struct {
 	target    Target
 	tools     []messages.Tool // the request's, for tool_reference
 	msgs      []chatMsg
 	toolIDs   map[string]struct{}
-	size      sizes
-	maxTokens int64 // what encode writes
+	est       promptEstimate // of what the backend gets, counted as it is built
+	maxTokens int64          // what encode writes
 }
 
 // push appends m, merging it into the previous message when both have the
@@ -209,7 +185,7 @@ func (b *builder) system(c messages.Content) error {
 			return invalidf("system: must be a string or an array of content blocks")
 		}
 		if in := inner(c.Text); len(in) > 0 {
-			b.size.text += len(in)
+			b.est.escaped(in)
 			b.pushSystem([][]byte{in})
 		}
 		return nil
@@ -239,7 +215,7 @@ func (b *builder) systemBlocks(blocks []messages.Block, where string, dropBillin
 			segs = append(segs, sepPara)
 		}
 		segs = append(segs, in)
-		b.size.text += len(in)
+		b.est.escaped(in)
 	}
 	if len(segs) > 0 {
 		b.pushSystem(segs)
@@ -249,7 +225,7 @@ func (b *builder) systemBlocks(blocks []messages.Block, where string, dropBillin
 
 // message translates messages[i].
 func (b *builder) message(i int, m *messages.Message) error {
-	b.size.msgs++
+	b.est.message()
 	switch m.Role {
 	case "user", "assistant", "system":
 	default:
@@ -263,7 +239,7 @@ func (b *builder) message(i int, m *messages.Message) error {
 		if len(in) == 0 {
 			return nil
 		}
-		b.size.text += len(in)
+		b.est.escaped(in)
 		if m.Role == "system" {
 			b.pushSystem([][]byte{in})
 			return nil
@@ -309,7 +285,7 @@ func (b *builder) assistant(i int, blocks []messages.Block) error {
 				b.toolIDs = make(map[string]struct{})
 			}
 			b.toolIDs[blk.ID] = struct{}{}
-			b.size.json += len(input) + len(blk.Name)
+			b.est.toolCall(blk.Name, input)
 			m.calls = append(m.calls, toolCall{id: blk.ID, name: blk.Name, input: input})
 		case "tool_result":
 			return invalidf("messages.%d.content.%d: tool_result blocks belong in user messages", i, j)
@@ -323,7 +299,7 @@ func (b *builder) assistant(i int, blocks []messages.Block) error {
 				b.toolIDs = make(map[string]struct{})
 			}
 			b.toolIDs[blk.ID] = struct{}{}
-			b.size.json += len(blk.Input) + len(blk.Name)
+			b.est.toolCall(blk.Name, blk.Input)
 			m.calls = append(m.calls, toolCall{id: blk.ID, name: SearchFunction, input: blk.Input})
 		case "web_search_tool_result":
 			if !hasCall(m.calls, blk.ToolUseID) {

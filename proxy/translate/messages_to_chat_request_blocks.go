@@ -50,7 +50,7 @@ func (b *builder) textBlock(parts []part, blk *messages.Block, i, j int) ([]part
 	if len(in) == 0 {
 		return parts, nil
 	}
-	b.size.text += len(in)
+	b.est.escaped(in)
 	return append(parts, part{segs: [][]byte{in}}), nil
 }
 
@@ -63,6 +63,7 @@ func (b *builder) toolResult(blk *messages.Block, i, j int) ([]part, error) {
 	if _, ok := b.toolIDs[blk.ToolUseID]; !ok {
 		return nil, invalidf("messages.%d.content.%d: tool_result names tool_use_id %q that no earlier tool_use has", i, j, blk.ToolUseID)
 	}
+	b.est.toolResult()
 	var segs [][]byte
 	if blk.IsError {
 		segs = append(segs, errorPrefix)
@@ -72,7 +73,7 @@ func (b *builder) toolResult(blk *messages.Block, i, j int) ([]part, error) {
 		if c.Text != nil {
 			if in := inner(c.Text); len(in) > 0 {
 				segs = append(segs, in)
-				b.size.text += len(in)
+				b.est.escaped(in)
 			}
 		}
 		texts := 0
@@ -87,7 +88,7 @@ func (b *builder) toolResult(blk *messages.Block, i, j int) ([]part, error) {
 				}
 				if len(in) > 0 {
 					add = [][]byte{in}
-					b.size.text += len(in)
+					b.est.escaped(in)
 				}
 			case "image":
 				p, err := b.image(cb.Source, fmt.Sprintf("messages.%d.content.%d.content.%d", i, j, k))
@@ -142,7 +143,7 @@ func (b *builder) toolReference(name string) [][]byte {
 		}
 	}
 	for _, s := range segs {
-		b.size.text += len(s)
+		b.est.escaped(s)
 	}
 	return segs
 }
@@ -167,7 +168,7 @@ func (b *builder) webSearchResult(blk *messages.Block, query string) {
 		}
 	}
 	text := quoteInner(SearchResultText(&call))
-	b.size.text += len(text)
+	b.est.escaped(text)
 	b.push(chatMsg{role: "tool", str: true, callID: blk.ToolUseID, parts: []part{{segs: [][]byte{text}}}})
 }
 
@@ -176,10 +177,10 @@ func (b *builder) image(src *messages.Source, at string) (part, error) {
 		return part{}, invalidf("%s.source: required", at)
 	}
 	if b.target.NoVision {
-		b.size.text += len(imagePlaceholder)
+		b.est.escaped(imagePlaceholder)
 		return part{segs: [][]byte{imagePlaceholder}}, nil
 	}
-	b.size.image++
+	b.est.image()
 	switch src.Type {
 	case "base64":
 		if src.MediaType == "" {
@@ -216,7 +217,7 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 		if len(in) == 0 {
 			return nil, nil
 		}
-		b.size.text += len(in)
+		b.est.escaped(in)
 		return []part{{segs: [][]byte{in}}}, nil
 	case "content":
 		var ps []part
@@ -224,7 +225,7 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 			if c.Text != nil {
 				if in := inner(c.Text); len(in) > 0 {
 					ps = append(ps, part{segs: [][]byte{in}})
-					b.size.text += len(in)
+					b.est.escaped(in)
 				}
 			}
 			for k := range c.Blocks {
@@ -237,7 +238,7 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 				}
 				if len(in) > 0 {
 					ps = append(ps, part{segs: [][]byte{in}})
-					b.size.text += len(in)
+					b.est.escaped(in)
 				}
 			}
 		}
@@ -256,7 +257,7 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 			if err != nil {
 				return nil, invalidf("%s.source.data: the document is not valid UTF-8 text", at)
 			}
-			b.size.text += len(q) - 2
+			b.est.escaped(q[1 : len(q)-1])
 			return []part{{segs: [][]byte{q[1 : len(q)-1]}}}, nil
 		}
 		if src.MediaType == "application/pdf" {
@@ -269,46 +270,6 @@ func (b *builder) document(src *messages.Source, at string) ([]part, error) {
 		return nil, invalidf("%s: file sources (file_id) can't be read by this backend; send the document's text instead", at)
 	}
 	return nil, invalidf("%s.source.type: must be \"text\", \"content\" or \"base64\", got %q", at, src.Type)
-}
-
-// inner returns the inside of a raw JSON string: escaped, without quotes.
-func inner(v []byte) []byte {
-	if len(v) < 2 {
-		return nil
-	}
-	return v[1 : len(v)-1]
-}
-
-// textOf returns the inside of a text block's raw string; an absent or
-// null text is empty. ok is false when the text is not a string.
-func textOf(v []byte) (in []byte, ok bool) {
-	switch jsontext.Value(v).Kind() {
-	case '"':
-		return inner(v), true
-	case 'n', jsontext.KindInvalid:
-		return nil, true
-	}
-	return nil, false
-}
-
-// quoteInner escapes s as the inside of a JSON string.
-func quoteInner(s string) []byte {
-	q := appendQuoted(nil, s) // s came from a validated string
-	return q[1 : len(q)-1]
-}
-
-// rawHasPrefix reports whether the raw JSON string v starts with prefix
-// once unescaped.
-func rawHasPrefix(v []byte, prefix string) bool {
-	in := inner(v)
-	if len(in) >= len(prefix) && string(in[:len(prefix)]) == prefix {
-		return true
-	}
-	if bytes.IndexByte(in, '\\') < 0 {
-		return false
-	}
-	s, err := jsontext.AppendUnquote(nil, v)
-	return err == nil && strings.HasPrefix(string(s), prefix)
 }
 
 // base64Of checks that the raw JSON string v holds standard base64 (padded,

@@ -44,16 +44,15 @@ func reasoningEffort(req *messages.Request) string {
 	return ""
 }
 
-// sizeTools counts the tools the backend gets (those with a schema) into
-// the sizes the prompt is estimated from.
-func (b *builder) sizeTools(tools []messages.Tool) {
+// estimateTools counts the tools the backend gets (those with a schema)
+// into the prompt's estimate.
+func (b *builder) estimateTools(tools []messages.Tool) {
 	for i := range tools {
 		t := &tools[i]
 		if t.InputSchema.Kind() != '{' {
 			continue
 		}
-		b.size.tools++
-		b.size.json += len(t.InputSchema) + len(t.Description) + len(t.Name)
+		b.est.tool(t.Name, t.Description, t.InputSchema)
 	}
 }
 
@@ -155,14 +154,6 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	}
 	return append(w, '}')
-}
-
-func appendString(w []byte, segs [][]byte) []byte {
-	w = append(w, '"')
-	for _, s := range segs {
-		w = append(w, s...)
-	}
-	return append(w, '"')
 }
 
 // append writes the message as a Chat message object.

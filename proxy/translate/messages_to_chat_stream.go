@@ -41,7 +41,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -285,9 +284,3 @@ func appendEventHead(dst []byte, name string) []byte {
 }
 
 func appendEventEnd(dst []byte) []byte { return append(dst, "\n\n"...) }
-
-// appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, so
-// whatever bytes a backend or caller sends, the JSON stays valid.
-func appendQuoted[T ~string | ~[]byte](dst []byte, s T) []byte {
-	return jsonquote.Append(dst, s)
-}

@@ -173,9 +173,9 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// Written into a pooled buffer (the caller gives it back), about the
 	// size of the request.
 	chatBody := out.append(bufpool.Get(len(body)+1024), b.turns)
-	// An estimate for a stream whose backend never reports usage: four
-	// bytes a token, the JSON around the text included.
-	estimate := (len(chatBody) + 3) / 4
+	// The prompt's estimate: for the window, and for a stream whose
+	// backend never reports usage.
+	estimate := estimateTurns(b.turns, out.tools)
 	if target.SupportsSystemMessage {
 		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}
 		if out.maxTokens != nil {
@@ -193,6 +193,35 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	}
 	breq.InputTokens = estimate
 	return breq, call, nil
+}
+
+// estimateTurns is the promptEstimate of the Chat messages and tools
+// ResponsesToChat writes.
+func estimateTurns(turns []chatTurn, tools []chatTool) int {
+	var e promptEstimate
+	for i := range turns {
+		t := &turns[i]
+		e.message()
+		for _, p := range t.parts {
+			if p.image {
+				e.image()
+			} else {
+				e.escaped(p.text)
+			}
+		}
+		for _, c := range t.calls {
+			e.toolCall(c.name, c.input)
+		}
+	}
+	for i := range tools {
+		t := &tools[i]
+		e.n += toolOverhead + EstimateTokens(t.name)
+		for _, d := range t.desc[:t.ndesc] {
+			e.escaped(d)
+		}
+		e.json(t.parameters)
+	}
+	return e.total()
 }
 
 // chatRequestOut is the Chat request ResponsesToChat builds, beside its

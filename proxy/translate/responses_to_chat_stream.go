@@ -54,6 +54,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -134,7 +135,7 @@ func (s *ResponsesStream) Ping(dst []byte) []byte {
 // failBackend ends the stream as Fail does when the backend's last event
 // was an error object: with server_error.
 func (s *ResponsesStream) failBackend(dst []byte, message string) []byte {
-	return s.Fail(dst, responses.ServerError, message)
+	return s.Fail(dst, apierror.ServerError, message)
 }
 
 // Fail appends response.failed, its error carrying code and message, and
@@ -147,7 +148,7 @@ func (s *ResponsesStream) Fail(dst []byte, code, message string) []byte {
 	}
 	s.phase = phaseFailed
 	if code == "" {
-		code = responses.ServerError
+		code = apierror.ServerError
 	}
 	r := s.snapshot(responses.StatusFailed)
 	r.Error = &responses.ResponseError{Code: code, Message: message}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -223,7 +224,7 @@ func TestChatToResponses(t *testing.T) {
 // runResponsesStream translates a backend stream fed in pieces cut at the
 // given offsets, as the server does.
 func runResponsesStream(in []byte, cuts []int, call *ResponsesCall) []byte {
-	out, _ := feedCut(NewResponsesStream("alias", "resp_t", 7, call, 42), in, cuts, responses.ServerError)
+	out, _ := feedCut(NewResponsesStream("alias", "resp_t", 7, call, 42), in, cuts, apierror.ServerError)
 	return out
 }
 

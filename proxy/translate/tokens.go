@@ -1,9 +1,12 @@
 package translate
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -25,8 +28,11 @@ import (
 // characters. It lands within about 10% of cl100k_base on English and code
 // (TestEstimateTokensReference).
 //
-// The request path (MessagesToChat) uses a cheaper figure derived from the
-// byte sizes it already has: estimateFromSizes.
+// Every path that needs the size of a prompt adds what the backend will
+// see to one promptEstimate: count_tokens (TokenCount.Estimate) and the
+// InputTokens of each translation (MessagesToChat, ResponsesToChat,
+// ChatToChat, ChatToMessages), so that the same text is the same count
+// wherever it comes from.
 
 const (
 	messageOverhead = 4    // role and separators of a chat message
@@ -76,7 +82,14 @@ func EstimateTokens(s string) int {
 			i = j
 		case ch == ' ' || ch == '\t':
 			j := i + 1
+			tabs := 0
+			if ch == '\t' {
+				tabs = 1
+			}
 			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				if s[j] == '\t' {
+					tabs++
+				}
 				j++
 			}
 			switch {
@@ -85,7 +98,11 @@ func EstimateTokens(s string) int {
 			case j < len(s) && (isPunct(s[j]) || isASCIILetter(s[j]) || s[j] >= utf8.RuneSelf && startsLetter(s[j:])):
 				// the last space leads the next word or punctuation run
 				if j-i > 1 {
-					c += 100
+					lastTab := 0
+					if s[j-1] == '\t' {
+						lastTab = 1
+					}
+					c += blankRunCost(j-i-1-(tabs-lastTab), tabs-lastTab)
 				}
 				if isPunct(s[j]) {
 					j = punctRunAt(s, j, true, &c)
@@ -93,7 +110,7 @@ func EstimateTokens(s string) int {
 					j, c = scanWordAdd(s, j, leadSpace, c)
 				}
 			default:
-				c += 100
+				c += blankRunCost(j-i-tabs, tabs)
 			}
 			i = j
 		case ch == '\n' || ch == '\r':
@@ -101,7 +118,7 @@ func EstimateTokens(s string) int {
 			for j < len(s) && (s[j] == '\n' || s[j] == '\r') {
 				j++
 			}
-			c += 100
+			c += 100 * ((j - i + newlinesPerToken - 1) / newlinesPerToken)
 			i = j
 		case ch < utf8.RuneSelf:
 			if ch > ' ' && i+1 < len(s) && (isASCIILetter(s[i+1]) || s[i+1] >= utf8.RuneSelf && startsLetter(s[i+1:])) {
@@ -126,6 +143,23 @@ func EstimateTokens(s string) int {
 	return (c + 50) / 100
 }
 
+// Runs of one whitespace character: cl100k_base holds tokens of up to 128
+// spaces, 16 tabs or 32 newlines, so a long run costs its length over
+// that, not one token (24,000 spaces are 188 tokens).
+const (
+	spacesPerToken   = 128
+	tabsPerToken     = 16
+	newlinesPerToken = 32
+	// a run of one repeated punctuation character ("-----", "====="): up
+	// to 64 a token
+	repeatsPerToken = 64
+)
+
+// blankRunCost prices a run of spaces and tabs (at least one token).
+func blankRunCost(spaces, tabs int) int {
+	return 100 * max(1, (spaces+spacesPerToken-1)/spacesPerToken+(tabs+tabsPerToken-1)/tabsPerToken)
+}
+
 func scanWordAdd(s string, i, lead, c int) (int, int) {
 	j, cost := scanWord(s, i, lead)
 	return j, c + cost
@@ -135,11 +169,15 @@ func scanWordAdd(s string, i, lead, c int) (int, int) {
 // right after it, which join it) and returns its end.
 func punctRunAt(s string, i int, afterSpace bool, c *int) int {
 	j := i + 1
+	same := true
 	for j < len(s) && isPunct(s[j]) {
+		same = same && s[j] == s[i]
 		j++
 	}
 	n := j - i
 	switch {
+	case n >= len(punctRun) && same:
+		*c += 100 * ((n + repeatsPerToken - 1) / repeatsPerToken)
 	case n >= len(punctRun):
 		*c += 40 * n
 	case afterSpace:
@@ -153,7 +191,7 @@ func punctRunAt(s string, i int, afterSpace bool, c *int) int {
 	return j
 }
 
-func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isASCIILetter(c byte) bool { return (c|0x20)-'a' < 26 }
 
 func isPunct(c byte) bool {
 	return c > ' ' && c < utf8.RuneSelf && !isASCIILetter(c) && !('0' <= c && c <= '9')
@@ -218,21 +256,6 @@ func wordCost(n, lead int) int {
 	return table[15] + longWordLetter[lead]*(n-15)
 }
 
-// Bytes per token (×10) of each kind of content as it sits escaped in the
-// request, measured with cl100k_base: prose and code run 3.5–5 bytes a
-// token (4.2 splits English and code), compact JSON schemas about 4.3.
-const (
-	proseBytesPerToken10 = 42 // ×10
-	jsonBytesPerToken10  = 43
-)
-
-// estimateFromSizes estimates prompt tokens from the byte sizes of what
-// the request carries, without reading the text again.
-func estimateFromSizes(s sizes) int {
-	return s.text*10/proseBytesPerToken10 + s.json*10/jsonBytesPerToken10 +
-		messageOverhead*(s.msgs+1) + toolOverhead*s.tools + imageTokens*s.image
-}
-
 // TokenCount is a Messages count_tokens request decoded once: its model,
 // the local estimate of its input tokens and its text for a backend's
 // /tokenize all come from the one decode. Its raw values alias the body it
@@ -269,29 +292,26 @@ func CountTokens(body []byte) (int, error) {
 }
 
 // Estimate counts what the backend would see (the billing-header system
-// block is left out) with EstimateTokens, plus a few tokens per message and
-// tool for the chat template, and imageTokens per image.
+// block is left out) into a promptEstimate.
 func (tc *TokenCount) Estimate() int {
 	req := &tc.req
-	var c tokenCounter
+	var e promptEstimate
 	if !req.System.IsZero() {
-		c.n += messageOverhead
-		walkSystem(&c, req.System)
+		e.message()
+		walkSystem(&e, req.System)
 	}
 	for i := range req.Messages {
-		c.n += messageOverhead
-		walkContent(&c, req.Messages[i].Content)
+		e.message()
+		walkContent(&e, req.Messages[i].Content)
 	}
 	for i := range req.Tools {
 		t := &req.Tools[i]
 		if t.InputSchema.Kind() != '{' {
 			continue
 		}
-		c.n += toolOverhead + EstimateTokens(t.Name)
-		c.text(t.Description)
-		c.n += EstimateTokens(string(t.InputSchema))
+		e.tool(t.Name, t.Description, t.InputSchema)
 	}
-	return c.n + messageOverhead
+	return e.total()
 }
 
 // promptVisitor is told, in order, what a walk over a prompt's content
@@ -371,25 +391,168 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 	return u.buf, err == nil
 }
 
-// tokenCounter estimates the tokens of what a walk meets.
-type tokenCounter struct {
+// promptEstimate is the one estimate of a prompt's tokens: EstimateTokens
+// of each text, JSON value and name the backend sees, plus
+// messageOverhead per message (and once for the reply's start),
+// toolOverhead per tool and imageTokens per image. It is a promptVisitor,
+// so a walk over a Messages request counts into it as the translations'
+// builders do.
+type promptEstimate struct {
 	n int
 	u unquoter
 }
 
-func (c *tokenCounter) text(v []byte) {
-	if text, ok := c.u.text(v); ok {
-		c.n += EstimateTokens(string(text))
+// message counts one message of the prompt (its role and separators).
+func (e *promptEstimate) message() { e.n += messageOverhead }
+
+// text counts the raw JSON string v (absent, null or another kind:
+// nothing) as escaped counts its inside.
+func (e *promptEstimate) text(v []byte) {
+	if jsontext.Value(v).Kind() == '"' && len(v) >= 2 {
+		e.escaped(v[1 : len(v)-1])
 	}
 }
 
-func (c *tokenCounter) toolCall(name string, input []byte) {
-	c.n += 4 + EstimateTokens(name) + EstimateTokens(string(input))
+// estimateChunk bounds the text escaped unescapes at a time, so that the
+// estimate needs no copy of a long text: each chunk is cut after its last
+// space or newline (no word is cut) and counted alone.
+const estimateChunk = 4096
+
+// escaped counts in, the inside of a JSON string as it sits in a body
+// (escaped, without its quotes): as it is when it has no escape, else
+// unescaped a chunk at a time.
+func (e *promptEstimate) escaped(in []byte) {
+	if bytes.IndexByte(in, '\\') < 0 {
+		e.n += EstimateTokens(bytesString(in))
+		return
+	}
+	buf := e.u.buf[:0]
+	if cap(buf) < estimateChunk+8 {
+		buf = make([]byte, 0, estimateChunk+8)
+	}
+	for {
+		buf, in = unescapeSome(buf, in, estimateChunk)
+		if len(in) == 0 {
+			e.n += EstimateTokens(bytesString(buf))
+			break
+		}
+		k := bytes.LastIndexAny(buf, " \n") + 1
+		if k == 0 {
+			k = len(buf) // one long word: cut it (buf ends on a rune's start)
+		}
+		e.n += EstimateTokens(bytesString(buf[:k]))
+		buf = buf[:copy(buf, buf[k:])]
+	}
+	e.u.buf = buf
 }
 
-func (c *tokenCounter) toolResult() { c.n += 4 }
-func (c *tokenCounter) image()      { c.n += imageTokens }
-func (c *tokenCounter) nextBlock()  {}
+// unescapeSome appends the text of in, the inside of a valid JSON string,
+// to dst until dst holds limit bytes (an escape's rune may pass it by a
+// few; a plain run is cut at a rune's start), and returns what of in is
+// left.
+func unescapeSome(dst, in []byte, limit int) ([]byte, []byte) {
+	for len(in) > 0 && len(dst) < limit {
+		i := bytes.IndexByte(in, '\\')
+		if i < 0 {
+			i = len(in)
+		}
+		if room := limit - len(dst); i > room {
+			k := room
+			for k > 0 && in[k]&0xC0 == 0x80 {
+				k--
+			}
+			if k == 0 { // the rune is longer than the room: take it whole
+				for k = room; k < i && in[k]&0xC0 == 0x80; k++ {
+				}
+			}
+			return append(dst, in[:k]...), in[k:]
+		}
+		dst, in = append(dst, in[:i]...), in[i:]
+		if len(in) < 2 {
+			return append(dst, in...), nil
+		}
+		n := 2
+		switch c := in[1]; c {
+		case 'n':
+			dst = append(dst, '\n')
+		case 't':
+			dst = append(dst, '\t')
+		case 'r':
+			dst = append(dst, '\r')
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, ok := hex4(in[2:])
+			if !ok {
+				return append(dst, in...), nil
+			}
+			n = 6
+			if utf16.IsSurrogate(r) && len(in) >= 12 && in[6] == '\\' && in[7] == 'u' {
+				if r2, ok := hex4(in[8:]); ok {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r, n = d, 12
+					}
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+		in = in[n:]
+	}
+	return dst, in
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// json counts a JSON value as it is written (a schema, a tool's input).
+func (e *promptEstimate) json(v []byte) { e.n += EstimateTokens(bytesString(v)) }
+
+// tool counts a tool definition: its name, its description (a raw JSON
+// string) and its schema.
+func (e *promptEstimate) tool(name string, desc, schema []byte) {
+	e.n += toolOverhead + EstimateTokens(name)
+	e.text(desc)
+	e.json(schema)
+}
+
+func (e *promptEstimate) toolCall(name string, input []byte) {
+	e.n += 4 + EstimateTokens(name)
+	e.json(input)
+}
+
+func (e *promptEstimate) toolResult() { e.n += 4 }
+func (e *promptEstimate) image()      { e.n += imageTokens }
+func (e *promptEstimate) nextBlock()  {}
+
+// total is the estimate: what was counted, and the reply's start.
+func (e *promptEstimate) total() int { return e.n + messageOverhead }
+
+// bytesString is b as a string without a copy, for reading only while b
+// is not written.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // BackendTokenizeText renders the prompt of a count_tokens request body as
 // plain text for a backend's /tokenize endpoint: DecodeTokenCount, then

@@ -134,6 +134,9 @@ func TestCountTokensFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: cl100k %d, CountTokens %d, MessagesToChat estimate %d", name, want, n, br.InputTokens)
+		if br.InputTokens != n {
+			t.Errorf("%s: MessagesToChat estimates %d, CountTokens %d: one estimate gives one count", name, br.InputTokens, n)
+		}
 		for what, got := range map[string]int{"CountTokens": n, "InputTokens": br.InputTokens} {
 			if d := float64(got-want) / float64(want); d < -0.2 || d > 0.2 {
 				t.Errorf("%s %s = %d, %.0f%% off %d", name, what, got, 100*d, want)

@@ -61,41 +61,43 @@ func (t Target) ScalePrompt(estimate int) int {
 	return int(int64(estimate) * int64(t.PromptScale) / 1000)
 }
 
-// estimateChat estimates the prompt tokens of a Chat request from the byte
-// sizes of its messages (text parts as prose, other members such as
-// tool_calls as JSON, each image part at imageTokens) and of its tools.
+// estimateChat estimates the prompt tokens of a Chat request with the one
+// promptEstimate: each message's text parts as text, its other members
+// (tool_calls) as JSON, each image part at imageTokens, and its tools.
 func estimateChat(msgs []chatMessage, tools []byte) int {
-	s := sizes{msgs: len(msgs), json: len(tools)}
+	var e promptEstimate
 	if len(tools) > 0 {
-		s.tools = bytes.Count(tools, []byte(`"function"`))
+		e.n += toolOverhead * bytes.Count(tools, []byte(`"function"`))
+		e.json(tools)
 	}
 	for i := range msgs {
 		m := &msgs[i]
+		e.message()
 		switch m.content.Kind() {
 		case '"':
-			s.text += len(m.content)
+			e.text(m.content)
 		case '[':
 			var parts []struct {
 				Type string         `json:"type"`
 				Text jsontext.Value `json:"text"`
 			}
 			if json.Unmarshal(m.content, &parts) != nil {
-				s.text += len(m.content)
+				e.json(m.content)
 				break
 			}
 			for _, p := range parts {
 				if p.Type == "image_url" || p.Type == "input_image" {
-					s.image++
+					e.image()
 				} else {
-					s.text += len(p.Text)
+					e.text(p.Text)
 				}
 			}
 		}
 		for _, r := range m.rest {
-			s.json += len(r[1])
+			e.json(r[1])
 		}
 	}
-	return estimateFromSizes(s)
+	return e.total()
 }
 
 // countedMargin is what RoomFor leaves free beside a prompt the backend

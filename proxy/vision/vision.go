@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 )
 
 // Prompt is what the fallback model is asked about each image.
@@ -103,7 +105,7 @@ func imageURL(obj jsontext.Value) string {
 	case "image_url":
 		iu := raw(obj, "image_url")
 		if iu.Kind() == '"' {
-			return unquote(iu)
+			return jsonquote.Unquote(iu)
 		}
 		return member(iu, "url")
 	case "input_image":
@@ -200,18 +202,7 @@ func raw(obj jsontext.Value, name string) jsontext.Value {
 }
 
 // member returns the string member name of a JSON object, or "".
-func member(obj jsontext.Value, name string) string { return unquote(raw(obj, name)) }
-
-func unquote(v jsontext.Value) string {
-	if v.Kind() != '"' {
-		return ""
-	}
-	b, err := jsontext.AppendUnquote(nil, v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
+func member(obj jsontext.Value, name string) string { return jsonquote.Unquote(raw(obj, name)) }
 
 // Cache holds descriptions by client and image, the last used kept: a
 // client's images are described for it alone. It is safe for concurrent

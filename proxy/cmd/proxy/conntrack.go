@@ -82,3 +82,22 @@ func (t *connTracker) Wait(ctx context.Context) {
 		}
 	}
 }
+
+// graceOver is the warning logged when the grace period ends before the
+// server stopped, with its attributes: what was left, as it was. requests
+// are the API requests in flight; silent the accepted connections that
+// sent no request yet (a client holding a connection open is no request
+// in flight).
+func graceOver(requests int64, silent int) (string, []any) {
+	attrs := []any{"active", requests, "connections_without_request", silent}
+	switch {
+	case requests > 0 && silent > 0:
+		return "grace period over with requests still in flight, and connections that sent no request; closing them", attrs
+	case requests > 0:
+		return "grace period over with requests still in flight; closing them", attrs
+	case silent > 0:
+		return "grace period over with no request in flight; closing connections that sent no request", attrs
+	default:
+		return "grace period over with no request in flight; closing the connections left", attrs
+	}
+}

@@ -66,7 +66,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
 		metricsOn  = fs.Bool("metrics", true, "export Prometheus metrics on GET /metrics (no client key needed)")
 		metricsAt  = fs.String("metrics-addr", "", "serve /metrics on this address (e.g. :9464) instead of the API port")
-		procs      = fs.Int("procs", defaultProcs, "how many threads run the proxy's Go code at once (GOMAXPROCS; 0: one per CPU, Go's default); the GOMAXPROCS environment variable, when set, wins")
+		procs      = fs.Int("procs", defaultProcs, "how many threads run the proxy's Go code at once (GOMAXPROCS); 0, the default: Go's own, one per CPU the process may use, a container's CPU limit included; 1 suits a small VM where CPU per request counts more than throughput; the GOMAXPROCS environment variable, when set, wins")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -214,12 +214,13 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if left := ln.StopAccepting(time.Second); left > 0 {
 		log.Warn("shutting down: connections accepted before the listener closed were not taken up by the server within a second", "connections", left)
 	}
-	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active())
+	log.Info("shutting down: no new connections; finishing requests in flight", "active", srv.Active(), "connections_without_request", conns.waitingConns())
 	// Shutdown drops a request it reads after it began: first every
 	// connection accepted has its request handled, within the grace.
 	conns.Wait(graceCtx)
 	if err := httpServer.Shutdown(graceCtx); err != nil {
-		log.Warn("grace period over with requests still in flight", "active", srv.Active())
+		msg, attrs := graceOver(srv.Active(), conns.waitingConns())
+		log.Warn(msg, attrs...)
 		httpServer.Close()
 	}
 	// Responses WebSocket connections are hijacked, which Shutdown does

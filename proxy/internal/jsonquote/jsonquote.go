@@ -4,7 +4,7 @@
 // 0x80: ids, names, most of a stream's deltas) is written as it is,
 // between quotes, without jsonv2's copy of a string into a byte slice and
 // its byte-at-a-time look; any other text goes to jsonv2 (escapes, and
-// invalid UTF-8 becomes U+FFFD).
+// invalid UTF-8 becomes U+FFFD). Unquote reads a raw JSON string back.
 package jsonquote
 
 import (
@@ -55,4 +55,17 @@ func plainWord[T ~string | ~[]byte](t T) bool {
 	x := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
 	return (x|(x-lows*0x20)|(x^(lows*'"')-lows)|(x^(lows*'\\')-lows))&highs == 0
+}
+
+// Unquote is the text of the raw JSON string v; "" for anything else
+// (absent, null, another kind, malformed).
+func Unquote(v jsontext.Value) string {
+	if v.Kind() != '"' {
+		return ""
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

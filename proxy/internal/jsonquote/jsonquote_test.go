@@ -60,3 +60,11 @@ func FuzzAppend(f *testing.F) {
 	}
 	f.Fuzz(check)
 }
+
+func TestUnquote(t *testing.T) {
+	for v, want := range map[string]string{`"a\nb"`: "a\nb", `"\u00e9"`: "é", `null`: "", ``: "", `1`: "", `"bad`: "", `"\x"`: ""} {
+		if got := Unquote(jsontext.Value(v)); got != want {
+			t.Errorf("Unquote(%s) = %q, want %q", v, got, want)
+		}
+	}
+}
