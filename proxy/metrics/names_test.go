@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 // exported gathers the names of every family the proxy (web search on) and
@@ -76,6 +78,7 @@ func TestExpositionLint(t *testing.T) {
 	m.Retried("b", "status_503")
 	m.SessionMoved("a", "down")
 	m.QueueWait("b", time.Millisecond)
+	m.TextToolCall("a", textcall.Hermes)
 	w := NewWarmer([]string{"model"})
 	w.Observe("model", WarmOK, time.Second)
 	var text bytes.Buffer

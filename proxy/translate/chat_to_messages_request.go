@@ -121,7 +121,7 @@ func ChatToMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error
 		return BackendRequest{}, invalidf("encoding the Messages request: %v", err)
 	}
 	return BackendRequest{Body: b, Target: target, Stream: req.Stream, InputTokens: EstimateTokens(string(body)),
-		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, Tools: offeredTools(target, req.Tools, chatToolOf)}, nil
 }
 
 // reverseRequest is the Messages request ChatToMessagesRequest writes.

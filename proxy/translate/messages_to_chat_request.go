@@ -51,6 +51,7 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 		Stream:      req.Stream,
 		InputTokens: prompt,
 		MaxTokens:   int(b.maxTokens),
+		Tools:       offeredTools(target, req.Tools, messagesToolOf),
 	}, nil
 }
 

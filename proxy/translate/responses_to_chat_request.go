@@ -172,7 +172,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
 	if target.SupportsSystemMessage {
-		return BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}, call, nil
+		return BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}, call, nil
 	}
 	// ChatToChat folds system turns into user text for backends without a
 	// system role (and sets the model, clamps max_tokens): one copy of
