@@ -109,6 +109,10 @@ func (b *textCallBody) fill(p []byte) {
 	case err != nil:
 		b.err = err
 	}
+	if len(out) == 0 {
+		bufpool.Put(out)
+		out = nil
+	}
 	b.out, b.pooled = out, out
 }
 

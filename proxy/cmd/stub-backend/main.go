@@ -38,6 +38,7 @@ func main() {
 	flag.StringVar(&opts.APIKey, "api-key", "", "refuse requests without this key (401), as vLLM --api-key does")
 	flag.BoolVar(&opts.StrictModel, "strict-model", false, "answer 404 to a model other than --model, as vLLM does")
 	flag.BoolVar(&opts.NoTools, "no-tools", false, "a model that never calls tools")
+	flag.StringVar(&opts.TextCalls, "text-calls", "", "a model that writes its tool calls as text in its content: hermes (<tool_call>{…}</tool_call>) or qwen3_coder (<function=…> without the <tool_call> wrapper)")
 	flag.StringVar(&opts.Protocol, "protocol", stub.ProtocolChat, "chat: Chat Completions only; messages: also the Messages format at /v1/messages (for vendora/ routes)")
 	flag.Parse()
 	if opts.Protocol != stub.ProtocolChat && opts.Protocol != stub.ProtocolMessages {
