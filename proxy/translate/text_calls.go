@@ -206,7 +206,7 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 		return append(append(dst, line...), ending...)
 	}
 	if f.id == nil {
-		f.id, f.model, f.created = bytes.Clone(sp.id), bytes.Clone(sp.model), bytes.Clone(sp.created)
+		f.id, f.model, f.created = sp.id, sp.model, sp.created
 	}
 	f.toolIndex = max(f.toolIndex, sp.toolIndex)
 	f.evs = f.evs[:0]
@@ -309,23 +309,24 @@ func chunkSpots(obj []byte) (sp chatSpots, ok bool) {
 		return sp, false
 	}
 	for dec.PeekKind() == '"' {
-		name, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return sp, false
 		}
-		switch name.String() {
+		name := tok.String()
+		switch name {
 		case "id", "model", "created":
 			v, err := dec.ReadValue()
 			if err != nil {
 				return sp, false
 			}
-			switch name.String() {
+			switch name {
 			case "id":
-				sp.id = v
+				sp.id = bytes.Clone(v)
 			case "model":
-				sp.model = v
+				sp.model = bytes.Clone(v)
 			default:
-				sp.created = v
+				sp.created = bytes.Clone(v)
 			}
 		case "choices":
 			if dec.PeekKind() != '[' {
@@ -361,11 +362,11 @@ func choiceSpots(dec *jsontext.Decoder, sp *chatSpots) bool {
 	c := chatSpots{cStart: -1, fStart: -1}
 	index := -1
 	for dec.PeekKind() == '"' {
-		name, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return false
 		}
-		switch name.String() {
+		switch tok.String() {
 		case "index":
 			v, err := dec.ReadValue()
 			if err != nil {
@@ -397,7 +398,7 @@ func choiceSpots(dec *jsontext.Decoder, sp *chatSpots) bool {
 				if err != nil {
 					return false
 				}
-				switch n.String() {
+				switch n.String() { // read before any other call voids n
 				case "content":
 					v, err := dec.ReadValue()
 					if err != nil {
