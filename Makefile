@@ -2,7 +2,9 @@
 #
 #   make build   static binaries in bin/
 #   make test    every test of every module, integration tests included
-#   make lint    gofmt, go vet, staticcheck, promtool check metrics (lint-metrics)
+#   make lint    gofmt, go vet, staticcheck, repolint (no tracked binaries or
+#                large files; the docs' links and anchors), promtool check
+#                metrics (lint-metrics)
 #   make images  the proxy and warmer images, tagged with the version
 #   make chart   the Helm chart's checks (also part of make test)
 
@@ -64,6 +66,7 @@ fuzz:
 	done
 
 lint:
+	$(GO) run ./tools/cmd/repolint
 	@out=$$(gofmt -l proxy warmer notifier tools deploy/helm/chartcheck); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(MODULES)
@@ -135,7 +138,8 @@ soak: build
 # ---- Docker: the demo stack of docker-compose.yml (deploy/, .env) ----
 #
 #   make up     build bin/ and the images, start backend stub + proxy + warmer,
-#               wait until healthy, print the client variables
+#               wait until healthy, print what each client reads (Claude Code,
+#               Codex, Chat clients)
 #   make down   stop the stack; remove its containers, network and images
 
 COMPOSE := docker compose
@@ -163,12 +167,14 @@ up: docker-check compose-plugin build .env
 	@url="http://localhost:$$($(COMPOSE) port proxy 4000 | sed 's/.*://')"; \
 	key=$$(grep '^PROXY_API_KEY=' .env | tail -n 1 | cut -d= -f2- | tr -d "\"'"); \
 	echo; \
-	echo "Dragoman is up at $$url (stub backend, warmer running). For the coding client:"; \
-	echo "  export VENDORA_BASE_URL=$$url"; \
-	echo "  export VENDORA_AUTH_TOKEN='$$key'"; \
-	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CODING_CLIENT_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
-	echo "For a Chat Completions client:"; \
-	echo "  export VENDORB_BASE_URL=$$url/v1 VENDORB_API_KEY='$$key'"; \
+	echo "Dragoman is up at $$url (stub backend, warmer running). For Claude Code:"; \
+	echo "  export ANTHROPIC_BASE_URL=$$url"; \
+	echo "  export ANTHROPIC_AUTH_TOKEN='$$key'"; \
+	echo "  export DISABLE_PROMPT_CACHING=1 DISABLE_INTERLEAVED_THINKING=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"; \
+	echo "For Codex, in ~/.codex/config.toml: model = \"local-model\" and openai_base_url = \"$$url/v1\"; then:"; \
+	echo "  export CODEX_API_KEY='$$key'"; \
+	echo "For a Chat Completions client (OpenAI SDKs; OpenCode: see README.md):"; \
+	echo "  export OPENAI_BASE_URL=$$url/v1 OPENAI_API_KEY='$$key'"; \
 	echo "Try: curl -s $$url/v1/messages -H 'Authorization: Bearer $$key' -d '{\"model\":\"claude-opus-5-5\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'"; \
 	echo "Stop: make down"
 

@@ -14,7 +14,7 @@ import (
 )
 
 // screenshotEnv names a file the browser test writes its screenshot of
-// the page to (docs/admin.png is made so: see the README).
+// the page to (docs/admin.png is made so: see docs/keys.md).
 const screenshotEnv = "DRAGOMAN_ADMIN_SCREENSHOT"
 
 // TestAdminPageInChromium logs in to /admin in a real headless Chromium

@@ -110,8 +110,8 @@ func TestStackChatCompletionsSDK(t *testing.T) {
 }
 
 // The official Messages SDK, the coding client's format, through the proxy
-// container: x-api-key (SDK default) and Authorization: Bearer (what the
-// coding client sends from VENDORA_AUTH_TOKEN).
+// container: x-api-key (SDK default) and Authorization: Bearer (what
+// Claude Code sends from ANTHROPIC_AUTH_TOKEN).
 func TestStackMessagesSDK(t *testing.T) {
 	s := upStack(t)
 	params := func(text string) anthropic.MessageNewParams {

@@ -11,7 +11,7 @@ import (
 
 // The backend's stream, in each protocol, says the backend key's text in
 // its answer (text, tool arguments, and for Chat system_fingerprint): a
-// model may well write it (with the README's Ollama example the key is
+// model may well write it (with docs/configuration.md's Ollama example the key is
 // "ollama"), and the coding client runs the tool call it gets.
 var (
 	keyText = "echo " + backendKey

@@ -13,7 +13,7 @@ import (
 // The coding clients' web search, headless: their recorded requests
 // replayed turn by turn as each client builds the next one, through the
 // proxy to the stub backend and its search (the scenario run by hand with
-// the real clients in the README).
+// the real clients in docs/web-search.md).
 
 // recordedKind is the body of a recorded request of fixtures/kinds, decoded.
 func recordedKind(t *testing.T, name string) (map[string]any, []string) {
