@@ -342,7 +342,7 @@ func TestTextCallsEveryFront(t *testing.T) {
 				for _, stream := range []bool{false, true} {
 					name := fmt.Sprintf("native=%v/%s/%s/stream=%v", native, format, f.name, stream)
 					t.Run(name, func(t *testing.T) {
-						prompt := "stub:shell echo hi stub:text-calls=" + format
+						prompt := "stub:text-calls=" + format + " stub:shell echo hi"
 						resp, body := h.do(http.MethodPost, f.path, f.request(prompt, stream, true), nil, false)
 						if resp.StatusCode != 200 {
 							t.Fatalf("status %d: %s", resp.StatusCode, body)
