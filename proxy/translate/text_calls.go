@@ -26,6 +26,8 @@ package translate
 import (
 	"bytes"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -201,12 +203,18 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	if f.ended || !bytes.Contains(payload, []byte(`"choices"`)) {
 		return append(append(dst, line...), ending...)
 	}
-	sp, ok := chunkSpots(payload)
+	sp, ok := chatSpots{}, false
+	if f.id != nil {
+		sp, ok = quickSpots(payload)
+	}
+	if !ok {
+		sp, ok = chunkSpots(payload)
+	}
 	if !ok {
 		return append(append(dst, line...), ending...)
 	}
 	if f.id == nil {
-		f.id, f.model, f.created = sp.id, sp.model, sp.created
+		f.id, f.model, f.created = cmpOr(sp.id, []byte(`""`)), sp.model, sp.created
 	}
 	f.toolIndex = max(f.toolIndex, sp.toolIndex)
 	f.evs = f.evs[:0]
@@ -219,6 +227,9 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	}
 	var edits [2]edit
 	e := edits[:0]
+	if sp.cStart >= 0 && sp.fStart < 0 && eventsAre(f.evs, sp.content) {
+		return append(append(dst, line...), ending...) // the text as it came
+	}
 	if sp.cStart >= 0 {
 		text, only := eventsText(f.evs)
 		if !only {
@@ -241,6 +252,59 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	dst = append(append(dst, out...), ending...)
 	bufpool.Put(out)
 	return dst
+}
+
+func cmpOr(b, or []byte) []byte {
+	if len(b) == 0 {
+		return or
+	}
+	return b
+}
+
+// eventsAre reports whether evs are text events that, joined, are text.
+func eventsAre(evs []textcall.Event, text string) bool {
+	for _, ev := range evs {
+		if ev.Kind != textcall.EventText || !strings.HasPrefix(text, ev.Text) {
+			return false
+		}
+		text = text[len(ev.Text):]
+	}
+	return text == ""
+}
+
+// quickSpots finds the content of a chunk the way most chunks of a text
+// answer are written, without decoding it: one "content" member, a
+// string without escapes; one choice; no finish_reason (null), no
+// tool_calls. ok is false for any other chunk, which chunkSpots reads.
+func quickSpots(obj []byte) (sp chatSpots, ok bool) {
+	sp.cStart, sp.fStart = -1, -1
+	if bytes.Contains(obj, []byte(`"tool_calls"`)) || bytes.Count(obj, []byte(`"index"`)) != 1 {
+		return sp, false
+	}
+	if i := bytes.Index(obj, []byte(`"finish_reason"`)); i >= 0 && !bytes.HasPrefix(bytes.TrimLeft(bytes.TrimLeft(obj[i+len(`"finish_reason"`):], " "), ": "), []byte("null")) {
+		return sp, false
+	}
+	i := bytes.Index(obj, []byte(`"content"`))
+	if i < 0 || bytes.Contains(obj[i+1:], []byte(`"content"`)) {
+		return sp, false
+	}
+	rest := obj[i+len(`"content"`):]
+	v := bytes.TrimLeft(rest, " ")
+	if len(v) == 0 || v[0] != ':' {
+		return sp, false
+	}
+	v = bytes.TrimLeft(v[1:], " ")
+	if len(v) == 0 || v[0] != '"' {
+		return sp, false
+	}
+	end := bytes.IndexByte(v[1:], '"')
+	if end < 0 || bytes.IndexByte(v[1:1+end], '\\') >= 0 || !utf8.Valid(v[1:1+end]) {
+		return sp, false
+	}
+	sp.cStart = len(obj) - len(v)
+	sp.cEnd = sp.cStart + end + 2
+	sp.content = string(v[1 : 1+end])
+	return sp, true
 }
 
 // eventsText joins the text of events that are all text; only is false

@@ -1,0 +1,25 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+)
+
+// BenchmarkChatTextCalls: the filter of a 64-chunk Chat stream of plain
+// text (what the bench's stub answers), the cost tool_calls_in_text: auto
+// adds to a stream whose request offered tools.
+func BenchmarkChatTextCalls(b *testing.B) {
+	words := strings.Fields(strings.Repeat("Hello from the stub backend, a plain answer without any call. ", 12))
+	var deltas []string
+	for i := 0; i < 64; i++ {
+		deltas = append(deltas, words[i%len(words)]+" ")
+	}
+	stream := []byte(chatStreamOf(deltas))
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		f := NewChatTextCalls(textFuzzOptions, "call_x_")
+		out, _ := f.Feed(nil, stream)
+		f.Close(out)
+	}
+}
