@@ -62,9 +62,58 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 		if name == "" {
 			continue
 		}
-		out = append(out, textcall.Tool{Name: name, Parameters: bytes.Clone(schema)})
+		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(schema)})
 	}
 	return out
+}
+
+// compactSchema is what textcall reads of a parameter schema, the type of
+// each top-level property ({"properties":{"k":{"type":…}}}, anyOf and
+// oneOf kept), in memory of its own: a stream keeps it for its whole
+// life, and a coding client's tools hold tens of kilobytes of
+// descriptions. nil when the schema has no properties.
+func compactSchema(schema jsontext.Value) []byte {
+	if schema.Kind() != '{' {
+		return nil
+	}
+	top, err := scanObject(schema, false, func(name []byte) bool { return string(name) == "properties" })
+	props, ok := top.get("properties")
+	if err != nil || !ok || props.value.Kind() != '{' {
+		return nil
+	}
+	var list map[string]jsontext.Value
+	if json.Unmarshal(props.value, &list, decodeOpts, aliasRaw) != nil || len(list) == 0 {
+		return nil
+	}
+	out := []byte(`{"properties":{`)
+	first := true
+	for name, p := range list {
+		if p.Kind() != '{' {
+			continue
+		}
+		o, err := scanObject(p, false, func(n []byte) bool {
+			return string(n) == "type" || string(n) == "anyOf" || string(n) == "oneOf"
+		})
+		if err != nil {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = appendQuoted(out, name)
+		out = append(out, ":{"...)
+		for i, m := range o.list {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendQuoted(out, m.name)
+			out = append(out, ':')
+			out = append(out, m.value...)
+		}
+		out = append(out, '}')
+	}
+	return append(out, "}}"...)
 }
 
 func messagesToolOf(t *messages.Tool) (string, jsontext.Value) {

@@ -23,3 +23,37 @@ func BenchmarkChatTextCalls(b *testing.B) {
 		f.Close(out)
 	}
 }
+
+// BenchmarkChatTextCallsWithStream: the same stream through the filter and
+// the Messages translator, against the translator alone (off).
+func BenchmarkChatTextCallsWithStream(b *testing.B) {
+	words := strings.Fields(strings.Repeat("Hello from the stub backend, a plain answer without any call. ", 12))
+	var deltas []string
+	for i := 0; i < 64; i++ {
+		deltas = append(deltas, words[i%len(words)]+" ")
+	}
+	stream := []byte(chatStreamOf(deltas))
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "auto"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				st := NewStream("alias", "msg_1", 10)
+				in := stream
+				var f *ChatTextCalls
+				if on {
+					f = NewChatTextCalls(textFuzzOptions, "call_x_")
+					in, _ = f.Feed(nil, stream)
+				}
+				out, _ := st.Feed(nil, in)
+				if on {
+					out, _ = st.Feed(out, f.Close(nil))
+				}
+				st.Finish(out)
+			}
+		})
+	}
+}

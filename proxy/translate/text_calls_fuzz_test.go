@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/ssecheck"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
@@ -323,5 +324,24 @@ func TestTextCallsSplitSeeds(t *testing.T) {
 	c := chatView(t, viaReverse(t, messagesStreamOf(deltaCuts(textFuzzSeeds[2], []byte{1})), []byte{2}))
 	if len(c.Calls) != 1 || c.Calls[0] != `toolu_t_1 Read {"path":"/tmp/x","limit":10}` || c.Stop != "tool_calls" {
 		t.Errorf("qwen3-coder seed through a Messages backend to a Chat client: %+v", c)
+	}
+}
+
+func TestCompactSchema(t *testing.T) {
+	got := string(compactSchema([]byte(`{"type":"object","description":"long words","properties":{"n":{"type":"integer","description":"a count"},"o":{"anyOf":[{"type":"null"},{"type":"object"}],"title":"x"}},"required":["n"]}`)))
+	want1 := `{"properties":{"n":{"type":"integer"},"o":{"anyOf":[{"type":"null"},{"type":"object"}]}}}`
+	want2 := `{"properties":{"o":{"anyOf":[{"type":"null"},{"type":"object"}]},"n":{"type":"integer"}}}`
+	if got != want1 && got != want2 {
+		t.Errorf("compactSchema = %s, want %s", got, want1)
+	}
+	if compactSchema([]byte(`{"type":"object"}`)) != nil || compactSchema(nil) != nil {
+		t.Error("a schema without properties should compact to nil")
+	}
+	// What textcall types with it: a number parameter becomes a number.
+	o := &textcall.Options{Families: textcall.All, Tools: offeredTools(Target{TextCalls: textcall.All}, []textcall.Tool{{Name: "Read", Parameters: []byte(`{"type":"object","properties":{"limit":{"type":"number","description":"d"}}}`)}},
+		func(t *textcall.Tool) (string, jsontext.Value) { return t.Name, t.Parameters })}
+	r := textcall.Parse("<function=Read>\n<parameter=limit>\n10\n</parameter>\n</function>", o)
+	if len(r.Calls) != 1 || r.Calls[0].Arguments != `{"limit":10}` {
+		t.Errorf("calls = %+v, want Read {\"limit\":10}", r.Calls)
 	}
 }
