@@ -91,17 +91,20 @@ lint-metrics: build
 	GOWORK=off GOFLAGS=-mod=mod GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	$(GO) run ./tools/cmd/metricslint --bin $(BIN) --promtool $(BIN)/tools/promtool
 
-# install-hook: build notify-chat and register it as the client's Stop and
-# Notification hook. ARGS: --project, --config-dir DIR, --dry-run
-# (see bin/notify-chat install --help).
+# install-hook: build notify-chat and register it as Claude Code's Stop and
+# Notification hook in $CLAUDE_CONFIG_DIR (else ~/.claude)/settings.json.
+# ARGS: --project (.claude/settings.local.json), --client codex
+# ($CODEX_HOME, else ~/.codex/config.toml), --config-dir DIR, --dry-run
+# (see bin/notify-chat install --help and docs/notifier.md).
 .PHONY: install-hook
 install-hook:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/notify-chat ./notifier/cmd/notify-chat
 	$(BIN)/notify-chat install $(ARGS)
 
-# uninstall-hook: remove what install-hook added (the settings entries and
-# the copied binary). ARGS: --project, --config-dir DIR, --dry-run.
+# uninstall-hook: remove what install-hook added (the settings entries, an
+# older install's in ~/.client too, and the copied binary).
+# ARGS: --project, --client codex, --config-dir DIR, --dry-run.
 .PHONY: uninstall-hook
 uninstall-hook:
 	@mkdir -p $(BIN)

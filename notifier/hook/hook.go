@@ -1,6 +1,7 @@
-// Package hook owns what the coding client hands a hook: it parses the JSON
-// object the client writes on stdin and turns it into a Note, the parts of
-// the chat message before any chat service's markup. It does no I/O.
+// Package hook owns what the coding clients hand a hook: it parses the JSON
+// object Claude Code writes on stdin, and the JSON argument Codex gives its
+// notify program (codex.go), and turns them into a Note, the parts of the
+// chat message before any chat service's markup. It does no I/O.
 package hook
 
 import (

@@ -1,10 +1,13 @@
 // Package install owns "notify-chat install" and "notify-chat uninstall": it
 // copies the binary into the client's config folder and registers it as the
-// hook of the events asked for (Stop and Notification by default) in a client
-// settings file, merging into what is there, writing atomically and keeping a
-// backup of the previous file; and it removes exactly those hooks again,
-// every other byte of the file kept, and the binary. A settings file it
-// cannot read as settings is refused and left untouched.
+// hook of the events asked for (Stop and Notification by default) in a Claude
+// Code settings file, merging into what is there, writing atomically and
+// keeping a backup of the previous file; it moves a registration an earlier
+// version left where Claude Code does not read it (the spec's literal
+// ~/.client and .client/); it sets Codex's notify in config.toml by editing
+// that one line (codex.go, codextoml.go); and it removes exactly those hooks
+// again, every other byte of the file kept, and the binary. A settings file
+// it cannot read as settings is refused and left untouched.
 package install
 
 import (
@@ -18,8 +21,25 @@ import (
 	"strings"
 )
 
-// ProjectSettings is the per-project settings file, relative to the project folder.
-var ProjectSettings = filepath.Join(".client", "settings.local.json")
+// ProjectSettings is the per-project settings file Claude Code reads,
+// relative to the project folder.
+var ProjectSettings = filepath.Join(".claude", "settings.local.json")
+
+// LegacyProjectSettings is where earlier versions registered the hook per
+// project, the spec's literal ".client/settings.local.json": Claude Code
+// never reads it.
+var LegacyProjectSettings = filepath.Join(".client", "settings.local.json")
+
+// Legacy is an earlier registration in a settings file the client does not
+// read (the spec's literal ~/.client or .client/), and the binary that
+// install put beside it ("" when it is not one of install's).
+type Legacy struct {
+	Settings string
+	Binary   string
+	// Users are the other settings files that may run Binary: it stays
+	// while one of them does.
+	Users []string
+}
 
 // newSettingsMode is the mode of a settings file install creates; an existing
 // file keeps its own.
@@ -34,6 +54,9 @@ type Options struct {
 	Settings  string   // the settings file to register it in
 	DryRun    bool     // print what would be written, write nothing
 	Events    []string // the hook events to register for; nil means DefaultEvents
+	// Legacy are earlier registrations to move into Settings: their
+	// events join Events, their hooks leave the old files.
+	Legacy []Legacy
 }
 
 func (o Options) events() []string {
@@ -77,12 +100,19 @@ func Run(opts Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	moves := legacyRegistrations(opts.Legacy, settings.path)
+	for _, m := range moves {
+		opts.Events = union(opts.events(), m.Events)
+	}
 	merged, changed, err := Register(settings.data, Command(binary), opts.events())
 	if err != nil {
 		return fmt.Errorf("%s is not valid client settings (%v); it was left untouched. Fix or move it, then run install again", settings.path, err)
 	}
 	if opts.DryRun {
 		printPlan(out, opts, binary, settings, merged, changed)
+		for _, m := range moves {
+			fmt.Fprintf(out, "would move notify-chat's hooks for %s from %s, a file Claude Code does not read, to %s\n", eventList(m.Events), m.Path, settings.path)
+		}
 		return nil
 	}
 	if err := installBinary(out, opts.Source, binary); err != nil {
@@ -90,12 +120,45 @@ func Run(opts Options, out io.Writer) error {
 	}
 	if !changed {
 		fmt.Fprintf(out, "%s already registers it for %s; left unchanged\n", settings.path, eventList(opts.events()))
-		return nil
+	} else {
+		if err := settings.replace(merged); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "registered it for %s in %s%s\n", eventList(opts.events()), settings.path, settings.backupNote())
 	}
-	if err := settings.replace(merged); err != nil {
-		return err
+	return moveLegacy(moves, opts.Legacy, settings.path, out)
+}
+
+// legacyRegistrations are the old files of legacy that run notify-chat;
+// target itself is never one.
+func legacyRegistrations(legacy []Legacy, target string) []Registration {
+	var found []Registration
+	for _, old := range legacy {
+		reg := Find(old.Settings)
+		if reg.Path != target && len(reg.Events) > 0 {
+			found = append(found, reg)
+		}
 	}
-	fmt.Fprintf(out, "registered it for %s in %s%s\n", eventList(opts.events()), settings.path, settings.backupNote())
+	return found
+}
+
+// moveLegacy takes the hooks of moves out of their old files, now that
+// target registers them, and the old binaries no old file runs.
+func moveLegacy(moves []Registration, legacy []Legacy, target string, out io.Writer) error {
+	for _, m := range moves {
+		fmt.Fprintf(out, "moved notify-chat's hooks for %s from %s, a file Claude Code does not read, to %s:\n", eventList(m.Events), m.Path, target)
+		if err := unregisterFrom(m.Path, "notify-chat", IsNotifyChat, false, out); err != nil {
+			return fmt.Errorf("registered in %s, but taking the old registration out of %s failed: %w", target, m.Path, err)
+		}
+	}
+	for _, old := range legacy {
+		if len(moves) == 0 {
+			break
+		}
+		if err := removeLegacyBinary(old, false, out); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

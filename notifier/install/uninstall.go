@@ -17,6 +17,9 @@ type UninstallOptions struct {
 	// Others are settings files that may register the binary too: while
 	// one of them does, the binary stays.
 	Others []string
+	// Legacy are registrations of an earlier install in files the client
+	// does not read: they go too.
+	Legacy []Legacy
 	DryRun bool // print what would change, change nothing
 }
 
@@ -30,8 +33,13 @@ func Uninstall(opts UninstallOptions, out io.Writer) error {
 		return err
 	}
 	command := Command(binary)
-	if err := unregisterFrom(opts, command, out); err != nil {
+	if err := unregisterFrom(opts.Settings, command, func(c string) bool { return c == command }, opts.DryRun, out); err != nil {
 		return err
+	}
+	for _, old := range opts.Legacy {
+		if err := unregisterLegacy(old, opts.DryRun, out); err != nil {
+			return err
+		}
 	}
 	if user := registeredIn(opts.Others, command); user != "" {
 		fmt.Fprintf(out, "kept %s: %s still runs it\n", binary, user)
@@ -40,8 +48,39 @@ func Uninstall(opts UninstallOptions, out io.Writer) error {
 	return removeBinary(binary, opts.DryRun, out)
 }
 
-func unregisterFrom(opts UninstallOptions, command string, out io.Writer) error {
-	settings, err := readSettings(opts.Settings)
+// unregisterLegacy removes every notify-chat hook from an old settings
+// file, and the old binary when no old file runs it any more.
+func unregisterLegacy(old Legacy, dryRun bool, out io.Writer) error {
+	if reg := Find(old.Settings); len(reg.Events) == 0 && reg.Err == nil {
+		return nil // nothing of ours there: say nothing of a file the user may never have had
+	}
+	if err := unregisterFrom(old.Settings, "notify-chat", IsNotifyChat, dryRun, out); err != nil {
+		return err
+	}
+	return removeLegacyBinary(old, dryRun, out)
+}
+
+// removeLegacyBinary removes the binary an old install put beside an old
+// settings file, unless that file still runs it (a dry run left it).
+func removeLegacyBinary(old Legacy, dryRun bool, out io.Writer) error {
+	if old.Binary == "" {
+		return nil
+	}
+	if _, err := os.Lstat(old.Binary); err != nil {
+		return nil
+	}
+	users := append([]string{old.Settings}, old.Users...)
+	if user := registeredIn(users, Command(old.Binary)); user != "" && !(dryRun && user == old.Settings) {
+		fmt.Fprintf(out, "kept %s: %s still runs it\n", old.Binary, user)
+		return nil
+	}
+	return removeBinary(old.Binary, dryRun, out)
+}
+
+// unregisterFrom removes the hooks whose command match accepts from the
+// settings file at path; label names them in what it prints.
+func unregisterFrom(path, label string, match func(string) bool, dryRun bool, out io.Writer) error {
+	settings, err := readSettings(path)
 	if err != nil {
 		return err
 	}
@@ -49,18 +88,18 @@ func unregisterFrom(opts UninstallOptions, command string, out io.Writer) error 
 		fmt.Fprintf(out, "%s does not exist; nothing to unregister\n", settings.path)
 		return nil
 	}
-	kept, removed, empty, err := Unregister(settings.data, command)
+	kept, removed, empty, err := unregisterMatching(settings.data, match)
 	if err != nil {
 		return fmt.Errorf("%s is not valid client settings (%v); it was left untouched. Remove the notify-chat entries by hand", settings.path, err)
 	}
 	switch {
 	case removed == 0:
-		fmt.Fprintf(out, "%s does not run %s; left unchanged\n", settings.path, command)
+		fmt.Fprintf(out, "%s does not run %s; left unchanged\n", settings.path, label)
 		return nil
-	case opts.DryRun && empty:
+	case dryRun && empty:
 		fmt.Fprintf(out, "would remove %s: only notify-chat's %d hook(s) are in it\n", settings.path, removed)
 		return nil
-	case opts.DryRun:
+	case dryRun:
 		fmt.Fprintf(out, "would write %s without notify-chat's %d hook(s):\n%s", settings.path, removed, kept)
 		return nil
 	case empty:

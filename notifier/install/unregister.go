@@ -14,6 +14,12 @@ import (
 // install. removed counts the hooks removed; empty says nothing is left but
 // an empty object.
 func Unregister(settings []byte, command string) (out []byte, removed int, empty bool, err error) {
+	return unregisterMatching(settings, func(c string) bool { return c == command })
+}
+
+// unregisterMatching is Unregister for every command hook whose command
+// match accepts.
+func unregisterMatching(settings []byte, match func(string) bool) (out []byte, removed int, empty bool, err error) {
 	lead := len(settings) - len(bytes.TrimLeft(settings, " \t\r\n"))
 	tail := len(bytes.TrimRight(settings, " \t\r\n"))
 	if lead >= tail || string(settings[lead:tail]) == "null" {
@@ -23,7 +29,7 @@ func Unregister(settings []byte, command string) (out []byte, removed int, empty
 		return nil, 0, false, fmt.Errorf("not a JSON object: %w", err)
 	}
 	top := settings[lead:tail]
-	top, removed, err = withoutCommandIn(top, command, []string{"hooks"}, 0)
+	top, removed, err = withoutCommandIn(top, match, []string{"hooks"}, 0)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -38,7 +44,7 @@ func Unregister(settings []byte, command string) (out []byte, removed int, empty
 // withoutCommandIn walks raw down path (object keys, then at depth 2 every
 // event of "hooks") and removes command's hooks there, dropping members
 // that are left empty on the way back up.
-func withoutCommandIn(raw []byte, command string, path []string, depth int) ([]byte, int, error) {
+func withoutCommandIn(raw []byte, command func(string) bool, path []string, depth int) ([]byte, int, error) {
 	if depth == 2 { // raw is the list of matcher entries of one event
 		return withoutCommandEntries(raw, command)
 	}
@@ -80,7 +86,7 @@ func withoutCommandIn(raw []byte, command string, path []string, depth int) ([]b
 }
 
 // withoutCommandEntries removes command from a list of matcher entries.
-func withoutCommandEntries(raw []byte, command string) ([]byte, int, error) {
+func withoutCommandEntries(raw []byte, command func(string) bool) ([]byte, int, error) {
 	if raw[0] != '[' {
 		return raw, 0, nil
 	}
@@ -118,7 +124,7 @@ func withoutCommandEntries(raw []byte, command string) ([]byte, int, error) {
 
 // countHooks counts the hooks of one matcher entry that run command and
 // the others.
-func countHooks(entry []byte, command string) (ours, others int) {
+func countHooks(entry []byte, command func(string) bool) (ours, others int) {
 	var e struct {
 		Hooks []json.RawMessage `json:"hooks"`
 	}
@@ -135,13 +141,13 @@ func countHooks(entry []byte, command string) (ours, others int) {
 	return ours, others
 }
 
-func runs(rawHook []byte, command string) bool {
+func runs(rawHook []byte, command func(string) bool) bool {
 	var h hookEntry
-	return json.Unmarshal(rawHook, &h) == nil && h.Type == "command" && h.Command == command
+	return json.Unmarshal(rawHook, &h) == nil && h.Type == "command" && command(h.Command)
 }
 
 // withoutCommandHooks is one matcher entry without the hooks that run command.
-func withoutCommandHooks(entry []byte, command string) ([]byte, error) {
+func withoutCommandHooks(entry []byte, command func(string) bool) ([]byte, error) {
 	members, err := spans(entry)
 	if err != nil {
 		return nil, err

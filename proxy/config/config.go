@@ -237,6 +237,10 @@ func Parse(path string, data []byte, getenv Getenv) (*Config, error) {
 type parser struct {
 	path   string
 	getenv Getenv
+	// liteLLM: an entry wrote litellm_params; paramsKeys: each entry's
+	// spelling (litellm.go).
+	liteLLM    bool
+	paramsKeys []string
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
@@ -245,7 +249,7 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 
 var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
-	entryKeys    = []string{"model_name", "proxy_params"}
+	entryKeys    = []string{"model_name", ParamsKey, LiteLLMParamsKey}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback", textCallsKeys[0], textCallsKeys[1]}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
 	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks", "background_models", "long_context_tokens", "routes"}
@@ -269,7 +273,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 	}}
 	list, ok := fields["model_list"]
 	if !ok {
-		return nil, p.errorf(doc, "model_list is missing: add at least one entry with model_name and proxy_params")
+		return nil, p.errorf(doc, "model_list is missing: add at least one entry with model_name and proxy_params (or LiteLLM's litellm_params)")
 	}
 	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
 		return nil, p.errorf(list, "model_list must be a list with at least one entry of model_name and proxy_params")
@@ -284,7 +288,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 		// twice in one pool is a mistake (it would count double).
 		key := r.Alias + "\x00" + r.APIBase + "\x00" + r.BackendModel
 		if line, dup := seen[key]; dup {
-			return nil, p.errorf(entry, "model_list[%d]: alias %q already lists backend model %q at %s (line %d): a pool lists each backend once; to send it more traffic, raise proxy_params.weight", i, r.Alias, r.BackendModel, r.APIBase, line)
+			return nil, p.errorf(entry, "model_list[%d]: alias %q already lists backend model %q at %s (line %d): a pool lists each backend once; to send it more traffic, raise %s.weight", i, r.Alias, r.BackendModel, r.APIBase, line, p.paramsKey(i))
 		}
 		seen[key] = entry.Line
 		cfg.Routes = append(cfg.Routes, r)
@@ -297,6 +301,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 			return nil, err
 		}
 	}
+	p.messagesEndpointDefault(fields["general_settings"], cfg)
 	if rs, ok := fields["router_settings"]; ok && !isNull(rs) {
 		if err := p.router(rs, cfg); err != nil {
 			return nil, err
@@ -321,11 +326,11 @@ func (p *parser) visionFallbacks(list *yaml.Node, cfg *Config) error {
 		switch {
 		case r.VisionFallback == "":
 		case r.VisionFallback == r.Alias:
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback is %q, the entry's own model_name: name another model_name, one that reads images", i, p.paramsKey(i), r.VisionFallback)
 		case !slices.Contains(aliases, r.VisionFallback):
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback: %q is not in model_list (configured: %s): correct it or add a model_list entry with model_name: %s for a model that reads images", i, p.paramsKey(i), r.VisionFallback, strings.Join(aliases, ", "), r.VisionFallback)
 		case slices.ContainsFunc(cfg.Pool(r.VisionFallback), func(f Route) bool { return f.Protocol != ProtocolChat }):
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.vision_fallback: %q has a vendora/ backend; the descriptions are asked in the Chat format: name a model_name whose backends are vendorb/", i, r.VisionFallback)
+			return p.errorf(list.Content[i], "model_list[%d].%s.vision_fallback: %q has a vendora/ backend; the descriptions are asked in the Chat format: name a model_name whose backends are vendorb/", i, p.paramsKey(i), r.VisionFallback)
 		}
 	}
 	return nil
@@ -349,7 +354,7 @@ func (p *parser) names(list *yaml.Node, routes []Route) error {
 			continue
 		}
 		if o := routes[j]; o.APIBase != r.APIBase || o.BackendModel != r.BackendModel {
-			return p.errorf(list.Content[i], "model_list[%d].proxy_params.name %q already names the backend %s (model %s) at line %d: give each backend its own name", i, r.Name, o.APIBase, o.BackendModel, o.Line)
+			return p.errorf(list.Content[i], "model_list[%d].%s.name %q already names the backend %s (model %s) at line %d: give each backend its own name", i, p.paramsKey(i), r.Name, o.APIBase, o.BackendModel, o.Line)
 		}
 	}
 	return nil
@@ -622,19 +627,20 @@ func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
 	if r.Alias == "" {
 		return Route{}, p.errorf(name, "%s.model_name is empty: write the alias clients send in \"model\"", where)
 	}
-	paramsNode, err := p.required(entry, fields, where, "proxy_params", "model, api_base and api_key")
+	paramsNode, spelling, err := p.params(entry, fields, where)
 	if err != nil {
 		return Route{}, err
 	}
-	where += ".proxy_params"
+	where += "." + spelling
 	params, err := p.mapping(paramsNode, where, paramsKeys)
 	if err != nil {
 		return Route{}, err
 	}
-	if err := p.backendModel(paramsNode, params, where, &r); err != nil {
+	prefix, err := p.backendModel(paramsNode, params, where, spelling, &r)
+	if err != nil {
 		return Route{}, err
 	}
-	if err := p.apiBase(paramsNode, params, where, &r); err != nil {
+	if err := p.apiBase(paramsNode, params, where, prefix.appendV1, &r); err != nil {
 		return Route{}, err
 	}
 	keyNode, err := p.required(paramsNode, params, where, "api_key", "the backend's key, a literal or os.environ/NAME (any value for a backend that needs none)")
@@ -647,29 +653,24 @@ func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
 	return r, p.optionalParams(params, where, &r)
 }
 
-func (p *parser) backendModel(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+func (p *parser) backendModel(n *yaml.Node, params map[string]*yaml.Node, where, spelling string, r *Route) (modelPrefix, error) {
 	v, err := p.required(n, params, where, "model", `the backend model as "vendorb/<backend_model>" or "vendora/<backend_model>"`)
 	if err != nil {
-		return err
+		return modelPrefix{}, err
 	}
 	var model string
 	if err := p.decode(v, where+".model", "a string", &model); err != nil {
-		return err
+		return modelPrefix{}, err
 	}
-	name, ok := strings.CutPrefix(model, BackendPrefix)
-	if !ok {
-		if name, ok = strings.CutPrefix(model, NativePrefix); ok {
-			r.Protocol = ProtocolMessages
-		}
-	}
+	prefix, name, ok := cutModelPrefix(model)
 	if !ok || name == "" {
-		return p.errorf(v, "%s.model is %q: write it as \"vendorb/<backend_model>\" (the backend speaks Chat Completions at {api_base}/chat/completions) or \"vendora/<backend_model>\" (it serves the Messages format itself at {api_base}/messages); the rest is the model name the backend serves", where, model)
+		return modelPrefix{}, p.errorf(v, "%s.model is %q: %s", where, model, prefixFix(spelling))
 	}
-	r.BackendModel = name
-	return nil
+	r.BackendModel, r.Protocol = name, prefix.protocol
+	return prefix, nil
 }
 
-func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where string, r *Route) error {
+func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where string, appendV1 bool, r *Route) error {
 	v, err := p.required(n, params, where, "api_base", "the backend's base URL ending in /v1, e.g. http://localhost:8000/v1")
 	if err != nil {
 		return err
@@ -683,6 +684,9 @@ func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where strin
 		return p.errorf(v, "%s.api_base is %q: it must be an http(s) URL ending in /v1, e.g. http://localhost:8000/v1", where, base)
 	}
 	r.APIBase = strings.TrimRight(base, "/")
+	if appendV1 && !strings.HasSuffix(r.APIBase, "/v1") {
+		r.APIBase += "/v1" // ollama/, anthropic/: LiteLLM's api_base is the server's root
+	}
 	if !strings.HasSuffix(r.APIBase, "/v1") {
 		// The proxy appends /chat/completions: without /v1 every request
 		// would reach a path the backend does not serve.
@@ -837,7 +841,7 @@ func (p *parser) mapping(n *yaml.Node, where string, known []string) (map[string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !slices.Contains(known, k.Value) {
-			return nil, p.errorf(k, "unknown key %q in %s: remove it or correct its spelling (known keys: %s)", k.Value, where, strings.Join(known, ", "))
+			return nil, p.errorf(k, "unknown key %q in %s%s: remove it or correct its spelling (known keys: %s)", k.Value, where, unknownKeyNote(k.Value), strings.Join(known, ", "))
 		}
 		if _, dup := fields[k.Value]; dup {
 			return nil, p.errorf(k, "key %q appears twice in %s: keep one", k.Value, where)

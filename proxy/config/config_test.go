@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 const valid = `model_list:
@@ -54,6 +56,7 @@ func TestParseValid(t *testing.T) {
 		StreamTimeout: 1500 * time.Millisecond, MaxOutputTokens: 8192, NumRetries: 2,
 		Weight: 1, Line: 2,
 		ContextWindow: 32768, SupportsVision: false,
+		TextCalls: textcall.All, // tool_calls_in_text: auto, the default
 	}
 	if got, _ := cfg.Lookup("claude-opus-5-5"); !reflect.DeepEqual(got, want) {
 		t.Errorf("route 0 = %+v\nwant %+v", got, want)
@@ -102,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing model_name", "model_list:\n  - proxy_params: {model: vendorb/m, api_base: 'http://h/v1', api_key: k}\n", []string{"c.yaml:2:", "model_list[0].model_name is missing", "add it"}},
 		{"missing proxy_params", "model_list:\n  - model_name: a\n", []string{"c.yaml:2:", "proxy_params is missing"}},
 		{"missing model", entry("      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", "proxy_params.model is missing", "vendorb/<backend_model>"}},
-		{"wrong prefix", entry("      model: openai/m\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", `"openai/m"`, `"vendorb/<backend_model>"`}},
+		{"wrong prefix", entry("      model: azure/m\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", `"azure/m"`, `"vendorb/<backend_model>"`}},
 		{"prefix only", entry("      model: vendorb/\n      api_base: http://h/v1\n      api_key: k\n"), []string{"c.yaml:4:", "vendorb/<backend_model>"}},
 		{"missing api_base", entry("      model: vendorb/m\n      api_key: k\n"), []string{"c.yaml:4:", "api_base is missing", "/v1"}},
 		{"api_base not url", entry("      model: vendorb/m\n      api_base: localhost:8000\n      api_key: k\n"), []string{"c.yaml:5:", "api_base", "http(s) URL"}},

@@ -50,7 +50,8 @@ func TestDocsConfigExamplesParse(t *testing.T) {
 				continue // a part of a config, shown beside its explanation
 			}
 			found++
-			if _, err := Parse(page, []byte(y), env(map[string]string{"BACKEND_API_KEY": "k", "PROXY_API_KEY": "p"})); err != nil {
+			if _, err := Parse(page, []byte(y), env(map[string]string{"BACKEND_API_KEY": "k", "PROXY_API_KEY": "p",
+				"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "LITELLM_MASTER_KEY": "m"})); err != nil {
 				t.Errorf("%s, yaml block %d: %v", page, i, err)
 			}
 		}

@@ -95,6 +95,9 @@ type Options struct {
 	// ProbeOverflow: send each backend a prompt just over its discovered
 	// window and report how it words the overflow (CheckOverflow).
 	ProbeOverflow bool
+	// Hooks, when set, are the folders where the clients section looks
+	// for notify-chat's registration (hooks.go).
+	Hooks *HookPlaces
 }
 
 // SlowFirstToken is the first-token latency over which the check warns.
@@ -136,6 +139,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 	}
 	wg.Wait()
 	rep.Clients = clientChecks(ctx, cfg, opts.Timeout)
+	if opts.Hooks != nil {
+		rep.Clients = append(rep.Clients, hookChecks(*opts.Hooks)...)
+	}
 	count := func(results []Result) {
 		for _, r := range results {
 			switch r.Status {

@@ -19,7 +19,7 @@ func parseFencedJSON(s string, t *toolset) block {
 	if j == len(s) {
 		return incompleteBlock()
 	}
-	if lang := strings.ToLower(s[i:j]); lang != "" && lang != "json" && lang != "tool_call" {
+	if lang := strings.ToLower(s[i:j]); lang != "" && lang != "json" && lang != "tool_call" && lang != "xml" {
 		return badBlock()
 	}
 	b := jsonListBlock(s, j, t)

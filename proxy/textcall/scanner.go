@@ -32,7 +32,9 @@ const (
 // longest marker's length, plus the bytes of a UTF-8 character the delta
 // cut), so ordinary text streams as it arrives. From a whole opening
 // marker on, the text is held until it is certain it is not calls at the
-// answer's end (it is then given out as text) or until Close.
+// answer's end (it is then given out as text) or until Close; for the
+// families whose calls are the whole answer (Llama 3 JSON, pythonic) the
+// opening marker is the answer's first byte, `{` or `[`.
 type Scanner struct {
 	opts   *Options
 	tools  toolset
@@ -54,6 +56,7 @@ type Scanner struct {
 
 	fams      Set // stHeld: the families whose marker starts the held text
 	nextCheck int // stHeld: the held length at which to try them again
+	released  int // how many held regions turned out text
 }
 
 // NewScanner returns a Scanner for one answer.
@@ -210,6 +213,9 @@ func (s *Scanner) run(dst []Event, data string, final bool) ([]Event, int) {
 				dst = s.emit(dst, EventText, data[pos:pos+1])
 				pos++
 				s.st, s.atStart = stText, false
+				if s.released++; s.released == maxReleases {
+					s.active = 0 // see maxReleases
+				}
 			case vCalls:
 				for _, c := range calls {
 					dst = append(dst, Event{Kind: EventCall, Call: c})
@@ -225,6 +231,14 @@ func (s *Scanner) run(dst []Event, data string, final bool) ([]Event, int) {
 	}
 	return dst, pos
 }
+
+// maxReleases bounds the held regions an answer may have that turn out
+// text: each is parsed again from its marker, and a block left open (a
+// JSON string never closed) is parsed to the answer's end, so an answer
+// full of markers would cost its length times their number. After that
+// many, the rest of the answer is text. The regions tried are the same
+// however the answer is cut, so the bound keeps Feed and Parse agreeing.
+const maxReleases = 64
 
 // text scans answer text from pos for the first byte of an opening
 // marker, giving out the text before it. hold reports that data[pos:]

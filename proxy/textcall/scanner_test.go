@@ -245,3 +245,46 @@ func BenchmarkProse(b *testing.B) {
 		})
 	}
 }
+
+// TestSharedOptions: one Options (as a translate.Target carries it) serves
+// answers scanned at once; the schema types are read per Scanner.
+func TestSharedOptions(t *testing.T) {
+	o := &Options{Families: All, Tools: []Tool{{Name: "calc", Parameters: []byte(`{"properties":{"x":{"type":"number"}}}`)}}}
+	content := "<function=calc>\n<parameter=x>\n2\n</parameter>\n</function>"
+	done := make(chan Result)
+	for range 8 {
+		go func() { done <- Parse(content, o) }()
+	}
+	for range 8 {
+		if r := <-done; len(r.Calls) != 1 || r.Calls[0].Arguments != `{"x":2}` {
+			t.Errorf("%+v", r)
+		}
+	}
+}
+
+func TestSetOf(t *testing.T) {
+	if s, bad := SetOf("hermes", "qwen3_coder"); bad != "" || s != 1<<Hermes|1<<Qwen3Coder {
+		t.Errorf("SetOf = %v, %q", s, bad)
+	}
+	if _, bad := SetOf("hermes", "qwen"); bad != "qwen" {
+		t.Errorf("SetOf(qwen) bad = %q", bad)
+	}
+}
+
+// TestManyMarkers: an answer full of calls that never close, each parsed
+// to the answer's end before it is given up, costs linear time
+// (maxReleases), and is text.
+func TestManyMarkers(t *testing.T) {
+	content := strings.Repeat("<function=get_weather>\n<parameter=x>\n", 20000)
+	o := &Options{Families: All, Tools: weatherTools}
+	if r := Parse(content, o); r.Text != content || len(r.Calls) != 0 {
+		t.Fatalf("calls %+v", r.Calls)
+	}
+	cuts := make([]int, 0, len(content)/7)
+	for i := 7; i < len(content); i += 7 {
+		cuts = append(cuts, i)
+	}
+	if got, want := merged(feed(o, content, cuts)), merged(whole(o, content)); !reflect.DeepEqual(got, want) {
+		t.Fatal("split differs")
+	}
+}

@@ -6,9 +6,39 @@ import "strings"
 // text: Qwen3-Coder's `<function=N><parameter=K>V</parameter></function>`
 // and MiniMax's `<invoke name="N"><parameter name="K">V</parameter></invoke>`.
 type xmlForm struct {
-	open  string // the call's opening tag up to its name
-	param string // a parameter's opening tag up to its name
-	close string // the call's closing tag
+	wrap, unwrap string // the tags around a block of calls
+	open         string // the call's opening tag up to its name
+	param        string // a parameter's opening tag up to its name
+	close        string // the call's closing tag
+}
+
+// block reads the calls in the wrapper tags, or one call without them
+// (and then the closing wrapper tag alone, when the model wrote it, as
+// Qwen3-Coder models do).
+func (f *xmlForm) block(s string, t *toolset) block {
+	i, wrapped := 0, strings.HasPrefix(s, f.wrap)
+	if wrapped {
+		i = len(f.wrap)
+	}
+	var calls []Call
+	for {
+		c, n, st := f.call(s, skipSpace(s, i), t)
+		if st != complete {
+			return block{st: st}
+		}
+		calls = append(calls, c)
+		i = skipSpace(s, n)
+		j, st := expect(s, i, f.unwrap)
+		switch {
+		case st == complete:
+			return block{calls: calls, n: j, st: complete}
+		case st == incomplete && (wrapped || i < len(s)):
+			return block{calls: calls, st: incomplete, cutOK: true}
+		case !wrapped:
+			return block{calls: calls, n: n, st: complete}
+		}
+		// In the wrapper, another call must follow.
+	}
 }
 
 // call reads one call at s[i:]: its name (a tool offered), then its

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/dragoman-dev/dragoman/notifier/format"
 	"github.com/dragoman-dev/dragoman/notifier/hook"
-	"github.com/dragoman-dev/dragoman/notifier/install"
 	"github.com/dragoman-dev/dragoman/notifier/webhook"
 )
 
@@ -23,35 +19,53 @@ const (
 	envFormat     = "CHAT_WEBHOOK_FORMAT"
 	envExcerpt    = "CHAT_WEBHOOK_EXCERPT"
 	envConfigDir  = "CLIENT_CONFIG_DIR"
+	envClaudeDir  = "CLAUDE_CONFIG_DIR"
+	envCodexHome  = "CODEX_HOME"
 )
 
 const usage = `Usage:
   notify-chat [EVENT] < hook-input.json
-      Run by the coding client as a hook: read the hook JSON on stdin and post
-      the message to CHAT_WEBHOOK_URL in CHAT_WEBHOOK_FORMAT. EVENT (Stop,
+      Run by Claude Code as a hook: read the hook JSON on stdin and post the
+      message to CHAT_WEBHOOK_URL in CHAT_WEBHOOK_FORMAT. EVENT (Stop,
       Notification, SubagentStop) defaults to hook_event_name from stdin.
       Always exits 0, within about 5 seconds.
 
-  notify-chat test
-      Send one message saying the hook works and print the webhook's HTTP
-      status. Exits non-zero when the message was not delivered.
+  notify-chat '{"type":"agent-turn-complete",...}'
+      Run by Codex as its notify program: post the same "Task complete"
+      message for the turn the JSON argument describes.
 
-  notify-chat install [--global | --project] [--config-dir DIR] [--events LIST] [--dry-run]
+  notify-chat test
+      Say where notify-chat is registered and whether the client reads that
+      file, then send one message saying the hook works and print the
+      webhook's HTTP status. Exits non-zero when the message was not delivered.
+
+  notify-chat install [--global | --project | --client codex] [--config-dir DIR] [--events LIST] [--force] [--dry-run]
       Copy this binary to DIR/hooks/notify-chat and register it for LIST
       (default Stop,Notification; SubagentStop too if you name it) in
       DIR/settings.json (--global, the default) or in
-      .client/settings.local.json in the current folder (--project).
+      .claude/settings.local.json in the current folder (--project). DIR is
+      Claude Code's: $CLAUDE_CONFIG_DIR, else ~/.claude. A registration an
+      earlier version left in ~/.client/settings.json or
+      .client/settings.local.json (files Claude Code does not read) is moved.
 
-  notify-chat uninstall [--global | --project] [--config-dir DIR] [--dry-run]
-      Remove the hooks install added from that settings file, keeping
-      everything else byte for byte, and the copied binary.
+  With --client codex: copy this binary to DIR/hooks/notify-chat and set
+      notify = ["DIR/hooks/notify-chat"] in DIR/config.toml, the rest of the
+      file kept byte for byte. DIR is $CODEX_HOME, else ~/.codex. A notify
+      that runs another program is refused unless --force.
+
+  notify-chat uninstall [--global | --project | --client codex] [--config-dir DIR] [--dry-run]
+      Remove what install added, from that file and from the old ~/.client
+      or .client/ one, keeping everything else byte for byte, and the
+      copied binary.
 
 Environment:
   CHAT_WEBHOOK_URL      the chat's incoming webhook URL, a secret; empty or unset: send nothing
   CHAT_WEBHOOK_FORMAT   auto (default: from the URL), text, discord, teams, google-chat, mattermost, ntfy
   CHAT_WEBHOOK_EXCERPT  N: add the first N characters of the last assistant message to Stop
-                        and SubagentStop messages
-  CLIENT_CONFIG_DIR     the default DIR for install and uninstall (otherwise ~/.client)
+                        and SubagentStop messages (and Codex's turns)
+  CLAUDE_CONFIG_DIR     Claude Code's config folder, the default DIR (otherwise ~/.claude)
+  CLIENT_CONFIG_DIR     overrides the DIR for Claude Code (the spec's name; --config-dir wins)
+  CODEX_HOME            Codex's folder, the default DIR of --client codex (otherwise ~/.codex)
 `
 
 // app is notify-chat with what it takes from the process made explicit.
@@ -85,6 +99,10 @@ func (a app) run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "-h", "-help", "--help", "help":
 			fmt.Fprint(stdout, usage)
 			return 0
+		}
+		if arg := args[len(args)-1]; strings.HasPrefix(strings.TrimSpace(arg), "{") {
+			// Codex runs notify with one JSON argument and no stdin to read.
+			return neverFail(stderr, func() { a.notifyCodex(arg, stderr) })
 		}
 	}
 	return neverFail(stderr, func() { a.notify(args, stdin, stderr) })
@@ -123,6 +141,12 @@ func (a app) notify(args []string, stdin io.Reader, stderr io.Writer) {
 	if len(args) > 0 {
 		event = args[0]
 	}
+	a.deliver(webhookURL, event, in, stderr)
+}
+
+// deliver posts the note for event and in to webhookURL, saying on stderr
+// what went wrong.
+func (a app) deliver(webhookURL, event string, in hook.Input, stderr io.Writer) {
 	chosen, err := format.Parse(a.getenv(envFormat))
 	if err != nil {
 		fmt.Fprintf(stderr, "notify-chat: %s: %v; sending as auto\n", envFormat, err)
@@ -148,12 +172,13 @@ func (a app) send(f format.Format, webhookURL string, note hook.Note) (string, e
 func (a app) test(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprintln(stdout, "Usage: notify-chat test   (sends one message to CHAT_WEBHOOK_URL and prints the HTTP status)")
+			fmt.Fprintln(stdout, "Usage: notify-chat test   (says where notify-chat is registered, sends one message to CHAT_WEBHOOK_URL and prints the HTTP status)")
 			return 0
 		}
 		fmt.Fprintf(stderr, "notify-chat test: unexpected argument %q (it takes none)\n", args[0])
 		return 2
 	}
+	a.reportRegistrations(stdout)
 	webhookURL := a.getenv(envWebhookURL)
 	if webhookURL == "" {
 		fmt.Fprintf(stderr, "notify-chat test: %s is not set here; export it in this shell (the one that launches the client) and run the test again\n", envWebhookURL)
@@ -195,137 +220,4 @@ func (a app) excerptRunes(stderr io.Writer) int {
 		return 0
 	}
 	return n
-}
-
-// scopeFlags are the flags install and uninstall share: which settings
-// file, which config folder, and whether to only print.
-type scopeFlags struct {
-	set       *flag.FlagSet
-	usage     string
-	global    *bool
-	project   *bool
-	configDir *string
-	dryRun    *bool
-}
-
-func newScopeFlags(command, usage, verb string) scopeFlags {
-	set := flag.NewFlagSet("notify-chat "+command, flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	return scopeFlags{
-		set:       set,
-		usage:     usage,
-		global:    set.Bool("global", false, verb+" DIR/settings.json (the default)"),
-		project:   set.Bool("project", false, verb+" .client/settings.local.json in the current folder"),
-		configDir: set.String("config-dir", "", "the client's config `DIR`; the binary is DIR/hooks/notify-chat (default $"+envConfigDir+", else ~/.client)"),
-		dryRun:    set.Bool("dry-run", false, "print what would change, change nothing"),
-	}
-}
-
-// parse reads args; done is true when the command should exit with status.
-func (f scopeFlags) parse(args []string, stdout, stderr io.Writer) (status int, done bool) {
-	err := f.set.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		f.printUsage(stdout)
-		return 0, true
-	case err == nil && f.set.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q", f.set.Arg(0))
-	case err == nil && *f.global && *f.project:
-		err = errors.New("--global and --project exclude each other")
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", f.set.Name(), err)
-		f.printUsage(stderr)
-		return 2, true
-	}
-	return 0, false
-}
-
-func (f scopeFlags) printUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: "+f.usage)
-	f.set.SetOutput(w)
-	f.set.PrintDefaults()
-}
-
-// settingsFile is the settings file the flags name under configDir.
-func (f scopeFlags) settingsFile(configDir string) string {
-	if *f.project {
-		return install.ProjectSettings
-	}
-	return install.GlobalSettings(configDir)
-}
-
-func (a app) install(args []string, stdout, stderr io.Writer) int {
-	flags := newScopeFlags("install", "notify-chat install [--global | --project] [--config-dir DIR] [--events LIST] [--dry-run]", "register in")
-	eventList := flags.set.String("events", strings.Join(install.DefaultEvents, ","), "the hook events to register for, from "+strings.Join(install.KnownEvents, ","))
-	if status, done := flags.parse(args, stdout, stderr); done {
-		return status
-	}
-	events, err := install.ParseEvents(*eventList)
-	if err != nil {
-		fmt.Fprintf(stderr, "notify-chat install: --events: %v\n", err)
-		return 2
-	}
-	opts, err := a.installOptions(flags, events)
-	if err == nil {
-		err = install.Run(opts, stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "notify-chat install: %v\n", err)
-		return 1
-	}
-	if a.getenv(envWebhookURL) == "" && !*flags.dryRun {
-		fmt.Fprintf(stdout, "note: %s is not set here; set it in the shell that launches the client\n", envWebhookURL)
-	}
-	return 0
-}
-
-func (a app) installOptions(flags scopeFlags, events []string) (install.Options, error) {
-	configDir, err := a.resolveConfigDir(*flags.configDir)
-	if err != nil {
-		return install.Options{}, err
-	}
-	source, err := a.executable()
-	if err != nil {
-		return install.Options{}, fmt.Errorf("finding the running binary: %w", err)
-	}
-	return install.Options{Source: source, ConfigDir: configDir, Settings: flags.settingsFile(configDir), DryRun: *flags.dryRun, Events: events}, nil
-}
-
-func (a app) uninstall(args []string, stdout, stderr io.Writer) int {
-	flags := newScopeFlags("uninstall", "notify-chat uninstall [--global | --project] [--config-dir DIR] [--dry-run]", "unregister from")
-	if status, done := flags.parse(args, stdout, stderr); done {
-		return status
-	}
-	configDir, err := a.resolveConfigDir(*flags.configDir)
-	if err == nil {
-		settings := flags.settingsFile(configDir)
-		// The binary is shared by the global and this project's settings:
-		// it stays while the other one still runs it.
-		others := []string{install.ProjectSettings}
-		if *flags.project {
-			others = []string{install.GlobalSettings(configDir)}
-		}
-		err = install.Uninstall(install.UninstallOptions{ConfigDir: configDir, Settings: settings, Others: others, DryRun: *flags.dryRun}, stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "notify-chat uninstall: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// resolveConfigDir is flagValue, else $CLIENT_CONFIG_DIR, else ~/.client.
-func (a app) resolveConfigDir(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if dir := a.getenv(envConfigDir); dir != "" {
-		return dir, nil
-	}
-	home, err := a.homeDir()
-	if err != nil {
-		return "", fmt.Errorf("no --config-dir, no %s, and no home folder: %w", envConfigDir, err)
-	}
-	return filepath.Join(home, ".client"), nil
 }

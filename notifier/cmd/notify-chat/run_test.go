@@ -344,13 +344,13 @@ func TestRunUnknownOptionSendsNothingAndExitsZero(t *testing.T) {
 func TestRunHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"install", "-h"}, {"install", "--help"}} {
 		res := testApp(nil, time.Second).runWith(args, strings.NewReader(""))
-		if res.status != 0 || !strings.Contains(res.stdout, "notify-chat install [--global | --project] [--config-dir DIR] [--events LIST] [--dry-run]") {
+		if res.status != 0 || !strings.Contains(res.stdout, "notify-chat install [--global | --project | --client codex] [--config-dir DIR] [--events LIST] [--force] [--dry-run]") {
 			t.Errorf("%v: status %d stdout %q, want 0 and the usage", args, res.status, res.stdout)
 		}
 	}
 	for _, args := range [][]string{{"-h"}, {"uninstall", "-h"}, {"uninstall", "--help"}} {
 		res := testApp(nil, time.Second).runWith(args, strings.NewReader(""))
-		if res.status != 0 || !strings.Contains(res.stdout, "notify-chat uninstall [--global | --project] [--config-dir DIR] [--dry-run]") {
+		if res.status != 0 || !strings.Contains(res.stdout, "notify-chat uninstall [--global | --project | --client codex] [--config-dir DIR] [--dry-run]") {
 			t.Errorf("%v: status %d stdout %q, want 0 and the usage", args, res.status, res.stdout)
 		}
 	}
@@ -369,15 +369,16 @@ func installApp(t *testing.T, env map[string]string) app {
 }
 
 func TestInstallConfigDirDefaults(t *testing.T) {
-	home, fromEnv, fromFlag := t.TempDir(), t.TempDir(), t.TempDir()
+	home, fromEnv, fromClaude, fromFlag := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	tests := []struct {
 		name    string
 		env     map[string]string
 		args    []string
 		wantDir string
 	}{
-		{"home", nil, nil, filepath.Join(home, ".client")},
-		{"CLIENT_CONFIG_DIR", map[string]string{envConfigDir: fromEnv}, nil, fromEnv},
+		{"home", nil, nil, filepath.Join(home, ".claude")},
+		{"CLAUDE_CONFIG_DIR", map[string]string{envClaudeDir: fromClaude}, nil, fromClaude},
+		{"CLIENT_CONFIG_DIR overrides CLAUDE_CONFIG_DIR", map[string]string{envConfigDir: fromEnv, envClaudeDir: fromClaude}, nil, fromEnv},
 		{"--config-dir wins", map[string]string{envConfigDir: fromEnv}, []string{"--config-dir", fromFlag}, fromFlag},
 	}
 	for _, tt := range tests {
@@ -406,7 +407,7 @@ func TestInstallProjectWritesSettingsLocal(t *testing.T) {
 	if res.status != 0 {
 		t.Fatalf("status %d, stderr %q", res.status, res.stderr)
 	}
-	settings, err := os.ReadFile(filepath.Join(projectDir, ".client", "settings.local.json"))
+	settings, err := os.ReadFile(filepath.Join(projectDir, ".claude", "settings.local.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

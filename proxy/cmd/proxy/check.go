@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -28,7 +29,7 @@ func check(args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: proxy check --config FILE [--json] [--timeout 60s] [--probe-overflow]")
-		fmt.Fprintln(stderr, "Checks each backend of the config: reachable, key, model, context window, tool calls, reasoning field, native Messages endpoint, first-token latency, the coding client's tool schemas, and (--probe-overflow) how an overflow is worded.")
+		fmt.Fprintln(stderr, "Checks each backend of the config: reachable, key, model, context window, tool calls, reasoning field, native Messages endpoint, first-token latency, the coding client's tool schemas, and (--probe-overflow) how an overflow is worded; then what the clients need: web search, WebFetch, and whether notify-chat is registered where Claude Code and Codex read it.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +52,7 @@ func check(args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep := doctor.Run(ctx, cfg, doctor.Options{Timeout: *timeout, ProbeOverflow: *probe})
+	rep := doctor.Run(ctx, cfg, doctor.Options{Timeout: *timeout, ProbeOverflow: *probe, Hooks: hookPlaces(getenv)})
 	if *asJSON {
 		err = doctor.WriteJSON(stdout, rep)
 	} else {
@@ -65,4 +66,16 @@ func check(args []string, stdout, stderr io.Writer, getenv config.Getenv) int {
 		return 1
 	}
 	return 0
+}
+
+// hookPlaces are the folders of the clients this check runs beside: its
+// home, its working folder, CLAUDE_CONFIG_DIR and CODEX_HOME.
+func hookPlaces(getenv config.Getenv) *doctor.HookPlaces {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	wd, _ := os.Getwd()
+	places := doctor.Places(home, wd, func(name string) string { v, _ := getenv(name); return v })
+	return &places
 }

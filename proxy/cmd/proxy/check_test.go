@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -185,5 +186,33 @@ func TestCheckWebSearch(t *testing.T) {
 	code, _, rep = runCheck(t, "--config", writeFile(t, "down.yaml", string(on)+"search_settings:\n  provider: searxng\n  api_base: "+down.URL+"\n"))
 	if r := clientResult(rep, doctor.CheckWebSearch); code != 1 || r.Status != doctor.Fail || !strings.Contains(r.Fix, "format=json") {
 		t.Errorf("down: exit %d, %+v", code, r)
+	}
+}
+
+// TestCheckSaysWhereTheHookIsRegistered: the clients section reads the
+// files of the home it runs in: an old ~/.client registration is a
+// warning with the fix, Codex's notify is found in $CODEX_HOME.
+func TestCheckSaysWhereTheHookIsRegistered(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("CODEX_HOME", filepath.Join(home, "codex"))
+	old := filepath.Join(home, ".client", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(old, []byte(`{"hooks":{"Stop":[{"matcher":"*","hooks":[{"type":"command","command":"`+home+`/.client/hooks/notify-chat"}]}]}}`), 0o644)
+	os.MkdirAll(filepath.Join(home, "codex"), 0o755)
+	os.WriteFile(filepath.Join(home, "codex", "config.toml"), []byte(`notify = ["`+home+`/codex/hooks/notify-chat"]`+"\n"), 0o644)
+	url := serveBackend(t, stub.New(stub.Options{Model: "qwen3-coder"}))
+	code, text, rep := runCheck(t, "--config", checkConfig(t, url, "qwen3-coder", "sk-b"))
+	if r := clientResult(rep, doctor.CheckHookClaude); r.Status != doctor.Warn || !strings.Contains(r.Detail, old) {
+		t.Errorf("claude: %+v", r)
+	}
+	if r := clientResult(rep, doctor.CheckHookCodex); r.Status != doctor.OK {
+		t.Errorf("codex: %+v", r)
+	}
+	if code != 0 || !strings.Contains(text, "notify_hook_claude") || !strings.Contains(text, "fix: run bin/notify-chat install") {
+		t.Errorf("exit %d\n%s", code, text)
 	}
 }
