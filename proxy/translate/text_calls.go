@@ -773,25 +773,9 @@ func (f *MessagesTextCalls) appendEvents(dst []byte, evs []textcall.Event) []byt
 }
 
 func (f *MessagesTextCalls) startBlock(dst []byte, kind laneKind, id, name string) []byte {
-	i := f.next
-	f.next++
 	f.open, f.opened = kind, true
-	dst = appendEventHead(dst, messages.EventContentBlockStart)
-	dst = append(dst, `{"type":"content_block_start","index":`...)
-	dst = strconv.AppendInt(dst, int64(i), 10)
-	switch kind {
-	case laneText:
-		dst = append(dst, `,"content_block":{"type":"text","text":""}}`...)
-	case laneThinking:
-		dst = append(dst, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
-	case laneTool:
-		dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
-		dst = appendQuoted(dst, id)
-		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, name)
-		dst = append(dst, `,"input":{}}}`...)
-	}
-	return appendEventEnd(dst)
+	f.next++
+	return appendBlockStart(dst, f.next-1, kind, id, name)
 }
 
 func (f *MessagesTextCalls) closeOpen(dst []byte) []byte {
@@ -799,11 +783,7 @@ func (f *MessagesTextCalls) closeOpen(dst []byte) []byte {
 		return dst
 	}
 	f.opened = false
-	dst = appendEventHead(dst, messages.EventContentBlockStop)
-	dst = append(dst, `{"type":"content_block_stop","index":`...)
-	dst = strconv.AppendInt(dst, int64(f.next-1), 10)
-	dst = append(dst, '}')
-	return appendEventEnd(dst)
+	return appendBlockStop(dst, f.next-1)
 }
 
 // ChatTextResponse recovers the reasoning and calls written in the
