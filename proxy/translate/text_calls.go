@@ -57,12 +57,13 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 		return nil
 	}
 	out := make([]textcall.Tool, 0, len(tools))
+	dec := jsontext.NewDecoder(bytes.NewReader(nil))
 	for i := range tools {
 		name, schema := of(&tools[i])
 		if name == "" {
 			continue
 		}
-		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(schema)})
+		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(dec, schema)})
 	}
 	return out
 }
@@ -71,49 +72,81 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 // each top-level property ({"properties":{"k":{"type":…}}}, anyOf and
 // oneOf kept), in memory of its own: a stream keeps it for its whole
 // life, and a coding client's tools hold tens of kilobytes of
-// descriptions. nil when the schema has no properties.
-func compactSchema(schema jsontext.Value) []byte {
+// descriptions. nil when the schema has no properties. It reads the
+// schema token by token, skipping the rest (no value is decoded).
+func compactSchema(dec *jsontext.Decoder, schema jsontext.Value) []byte {
 	if schema.Kind() != '{' {
 		return nil
 	}
-	top, err := scanObject(schema, false, func(name []byte) bool { return string(name) == "properties" })
-	props, ok := top.get("properties")
-	if err != nil || !ok || props.value.Kind() != '{' {
+	dec.Reset(bytes.NewReader(schema), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil
 	}
-	var list map[string]jsontext.Value
-	if json.Unmarshal(props.value, &list, decodeOpts, aliasRaw) != nil || len(list) == 0 {
-		return nil
-	}
-	out := []byte(`{"properties":{`)
-	first := true
-	for name, p := range list {
-		if p.Kind() != '{' {
-			continue
-		}
-		o, err := scanObject(p, false, func(n []byte) bool {
-			return string(n) == "type" || string(n) == "anyOf" || string(n) == "oneOf"
-		})
+	var out []byte
+	for dec.PeekKind() == '"' {
+		key, err := dec.ReadValue() // a name read raw: no copy of it
 		if err != nil {
+			return nil
+		}
+		if string(key) != `"properties"` || dec.PeekKind() != '{' {
+			if dec.SkipValue() != nil {
+				return nil
+			}
 			continue
 		}
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = appendQuoted(out, name)
-		out = append(out, ":{"...)
-		for i, m := range o.list {
-			if i > 0 {
+		dec.ReadToken()
+		out = append(out[:0], `{"properties":{`...)
+		for n := 0; dec.PeekKind() == '"'; n++ {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return nil
+			}
+			if n > 0 {
 				out = append(out, ',')
 			}
-			out = appendQuoted(out, m.name)
-			out = append(out, ':')
-			out = append(out, m.value...)
+			out = append(append(out, name...), ":{"...)
+			if dec.PeekKind() != '{' {
+				if dec.SkipValue() != nil {
+					return nil
+				}
+				out = append(out, '}')
+				continue
+			}
+			dec.ReadToken()
+			for m := 0; dec.PeekKind() == '"'; {
+				key, err := dec.ReadValue()
+				if err != nil {
+					return nil
+				}
+				switch string(key) {
+				case `"type"`, `"anyOf"`, `"oneOf"`:
+					if m > 0 {
+						out = append(out, ',')
+					}
+					m++
+					out = append(append(out, key...), ':') // key is void once the value is read
+					v, err := dec.ReadValue()
+					if err != nil {
+						return nil
+					}
+					out = append(out, v...)
+				default:
+					if dec.SkipValue() != nil {
+						return nil
+					}
+				}
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return nil
+			}
+			out = append(out, '}')
 		}
-		out = append(out, '}')
+		if _, err := dec.ReadToken(); err != nil {
+			return nil
+		}
+		out = append(out, "}}"...)
 	}
-	return append(out, "}}"...)
+	return out
 }
 
 func messagesToolOf(t *messages.Tool) (string, jsontext.Value) {

@@ -3,6 +3,10 @@ package translate
 import (
 	"strings"
 	"testing"
+
+	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 // BenchmarkChatTextCalls: the filter of a 64-chunk Chat stream of plain
@@ -53,6 +57,35 @@ func BenchmarkChatTextCallsWithStream(b *testing.B) {
 					out, _ = st.Feed(out, f.Close(nil))
 				}
 				st.Finish(out)
+			}
+		})
+	}
+}
+
+// BenchmarkOfferedTools: what tool_calls_in_text: auto adds to the
+// translation of the coding client's 54 KB request (its 12 tools' names
+// and compact parameter types), against off.
+func BenchmarkOfferedTools(b *testing.B) {
+	c, err := fixtures.ClientCapture("01-text-turn.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(c.Body)
+	for _, set := range []textcall.Set{0, textcall.All} {
+		name := "off"
+		if set != 0 {
+			name = "auto"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				br, err := MessagesToChat(body, func(string) (Target, error) {
+					return Target{BackendModel: "m", TextCalls: set, SupportsSystemMessage: true}, nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				bufpool.Put(br.Body)
 			}
 		})
 	}
