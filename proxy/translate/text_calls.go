@@ -224,9 +224,10 @@ type ChatTextCalls struct {
 	sc    *textcall.Scanner
 	ended bool // the scanner was closed
 	evs   []textcall.Event
-	// from the chunks, for those the filter writes
-	id, model, created []byte
-	toolIndex          int // the next tool_calls index: after the backend's own
+	// the first chunk, whose id, model and created the chunks the filter
+	// writes take (read when it writes one)
+	first, id, model, created []byte
+	toolIndex                 int // the next tool_calls index: after the backend's own
 }
 
 // NewChatTextCalls returns the filter of one Chat stream; idPrefix
@@ -285,18 +286,15 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	if f.ended || !bytes.Contains(payload, []byte(`"choices"`)) {
 		return append(append(dst, line...), ending...)
 	}
-	sp, ok := chatSpots{}, false
-	if f.id != nil {
-		sp, ok = quickSpots(payload)
+	if f.first == nil {
+		f.first = bytes.Clone(payload) // its id, model and created, for the chunks the filter writes
 	}
+	sp, ok := quickSpots(payload)
 	if !ok {
 		sp, ok = chunkSpots(payload)
 	}
 	if !ok {
 		return append(append(dst, line...), ending...)
-	}
-	if f.id == nil {
-		f.id, f.model, f.created = cmpOr(sp.id, []byte(`""`)), sp.model, sp.created
 	}
 	f.toolIndex = max(f.toolIndex, sp.toolIndex)
 	f.evs = f.evs[:0]
@@ -363,30 +361,59 @@ func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 	if bytes.Contains(obj, []byte(`"tool_calls"`)) || bytes.Count(obj, []byte(`"index"`)) != 1 {
 		return sp, false
 	}
-	if i := bytes.Index(obj, []byte(`"finish_reason"`)); i >= 0 && !bytes.HasPrefix(bytes.TrimLeft(bytes.TrimLeft(obj[i+len(`"finish_reason"`):], " "), ": "), []byte("null")) {
-		return sp, false
+	if i := bytes.Index(obj, []byte(`"finish_reason"`)); i >= 0 {
+		v, ok := memberValue(obj, i+len(`"finish_reason"`))
+		switch {
+		case ok && v[0] == 'n' && bytes.HasPrefix(v, []byte("null")):
+		case ok && v[0] == '"':
+			end, ok := plainString(v)
+			if !ok || bytes.Contains(obj[i+1:], []byte(`"finish_reason"`)) {
+				return sp, false
+			}
+			sp.fStart = len(obj) - len(v)
+			sp.fEnd = sp.fStart + end + 2
+			sp.finish = string(v[1 : 1+end])
+		default:
+			return sp, false
+		}
 	}
 	i := bytes.Index(obj, []byte(`"content"`))
-	if i < 0 || bytes.Contains(obj[i+1:], []byte(`"content"`)) {
+	if i < 0 {
+		return sp, true // no content (a role, a reasoning field): nothing to scan
+	}
+	if bytes.Contains(obj[i+1:], []byte(`"content"`)) {
 		return sp, false
 	}
-	rest := obj[i+len(`"content"`):]
-	v := bytes.TrimLeft(rest, " ")
-	if len(v) == 0 || v[0] != ':' {
+	v, ok := memberValue(obj, i+len(`"content"`))
+	if !ok || v[0] != '"' {
 		return sp, false
 	}
-	v = bytes.TrimLeft(v[1:], " ")
-	if len(v) == 0 || v[0] != '"' {
-		return sp, false
-	}
-	end := bytes.IndexByte(v[1:], '"')
-	if end < 0 || bytes.IndexByte(v[1:1+end], '\\') >= 0 || !utf8.Valid(v[1:1+end]) {
+	end, ok := plainString(v)
+	if !ok || !utf8.Valid(v[1:1+end]) {
 		return sp, false
 	}
 	sp.cStart = len(obj) - len(v)
 	sp.cEnd = sp.cStart + end + 2
 	sp.content = string(v[1 : 1+end])
 	return sp, true
+}
+
+// memberValue returns what follows a member's name at obj[at:]: its value
+// and the rest; ok is false when no ':' and value follow.
+func memberValue(obj []byte, at int) ([]byte, bool) {
+	v := bytes.TrimLeft(obj[at:], " ")
+	if len(v) == 0 || v[0] != ':' {
+		return nil, false
+	}
+	v = bytes.TrimLeft(v[1:], " ")
+	return v, len(v) > 0
+}
+
+// plainString reports where the JSON string that v starts with ends (the
+// offset of its closing quote, less one), when it holds no escape.
+func plainString(v []byte) (int, bool) {
+	end := bytes.IndexByte(v[1:], '"')
+	return end, end >= 0 && bytes.IndexByte(v[1:1+end], '\\') < 0
 }
 
 // eventsText joins the text of events that are all text; only is false
@@ -407,6 +434,10 @@ func eventsText(evs []textcall.Event) (text string, only bool) {
 
 // appendEvents writes each event as a chunk of its own.
 func (f *ChatTextCalls) appendEvents(dst []byte, evs []textcall.Event) []byte {
+	if len(evs) > 0 && f.id == nil {
+		sp, _ := chunkSpots(f.first)
+		f.id, f.model, f.created = cmpOr(sp.id, []byte(`""`)), sp.model, sp.created
+	}
 	for _, ev := range evs {
 		dst = append(dst, `data: {"id":`...)
 		dst = appendRawOr(dst, f.id, `""`)
