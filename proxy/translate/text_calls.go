@@ -353,67 +353,127 @@ func eventsAre(evs []textcall.Event, text string) bool {
 }
 
 // quickSpots finds the content of a chunk the way most chunks of a text
-// answer are written, without decoding it: one "content" member, a
-// string without escapes; one choice; no finish_reason (null), no
-// tool_calls. ok is false for any other chunk, which chunkSpots reads.
+// answer are written, in one pass over its strings, without decoding it:
+// one choice, its content (if any) a string without escapes, its
+// finish_reason null or such a string, no tool_calls, no member named
+// twice. ok is false for any other chunk, which chunkSpots reads.
 func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 	sp.cStart, sp.fStart = -1, -1
-	if bytes.Contains(obj, []byte(`"tool_calls"`)) || bytes.Count(obj, []byte(`"index"`)) != 1 {
-		return sp, false
-	}
-	if i := bytes.Index(obj, []byte(`"finish_reason"`)); i >= 0 {
-		v, ok := memberValue(obj, i+len(`"finish_reason"`))
-		switch {
-		case ok && v[0] == 'n' && bytes.HasPrefix(v, []byte("null")):
-		case ok && v[0] == '"':
-			end, ok := plainString(v)
-			if !ok || bytes.Contains(obj[i+1:], []byte(`"finish_reason"`)) {
-				return sp, false
-			}
-			sp.fStart = len(obj) - len(v)
-			sp.fEnd = sp.fStart + end + 2
-			sp.finish = string(v[1 : 1+end])
-		default:
+	var index, contents, finishes int
+	depth := 0 // of the brackets outside strings: the choice's members are at 3, the delta's at 4
+	var inChoices, inDelta bool // the latest member at depth 1 is "choices"; at 3 "delta" (or "message")
+	for i := 0; i < len(obj); {
+		q := bytes.IndexByte(obj[i:], '"')
+		if q < 0 {
+			break
+		}
+		start := i + q
+		depth += nesting(obj[i:start])
+		end, escaped := stringEnd(obj, start)
+		if end < 0 {
 			return sp, false
 		}
+		i = end + 1
+		v, isKey := memberValue(obj, i)
+		if !isKey {
+			continue // a value
+		}
+		name := obj[start+1 : end]
+		switch depth {
+		case 1:
+			inChoices = string(name) == "choices"
+		case 3:
+			inDelta = string(name) == "delta" || string(name) == "message"
+		}
+		if !inChoices && depth >= 3 {
+			return sp, false
+		}
+		switch string(name) {
+		case "tool_calls":
+			return sp, false
+		case "index":
+			if index++; index > 1 || depth != 3 || len(v) < 2 || v[0] != '0' || v[1] >= '0' && v[1] <= '9' || v[1] == '.' || v[1] == 'e' || v[1] == 'E' {
+				return sp, false // a second choice, or not choice 0
+			}
+		case "content", "finish_reason":
+			if name[0] == 'c' && (depth != 4 || !inDelta) || name[0] == 'f' && depth != 3 {
+				return sp, false // not a choice's finish_reason, nor its delta's content
+			}
+			if v[0] == 'n' {
+				continue // null
+			}
+			at := len(obj) - len(v)
+			vEnd, vEscaped := stringEnd(obj, at)
+			if v[0] != '"' || vEnd < 0 || vEscaped || escaped {
+				return sp, false
+			}
+			if name[0] == 'c' {
+				if contents++; contents > 1 || !utf8.Valid(obj[at+1:vEnd]) {
+					return sp, false
+				}
+				sp.cStart, sp.cEnd, sp.content = at, vEnd+1, string(obj[at+1:vEnd])
+			} else {
+				if finishes++; finishes > 1 {
+					return sp, false
+				}
+				sp.fStart, sp.fEnd, sp.finish = at, vEnd+1, string(obj[at+1:vEnd])
+			}
+			i = vEnd + 1
+		}
 	}
-	i := bytes.Index(obj, []byte(`"content"`))
-	if i < 0 {
-		return sp, true // no content (a role, a reasoning field): nothing to scan
-	}
-	if bytes.Contains(obj[i+1:], []byte(`"content"`)) {
-		return sp, false
-	}
-	v, ok := memberValue(obj, i+len(`"content"`))
-	if !ok || v[0] != '"' {
-		return sp, false
-	}
-	end, ok := plainString(v)
-	if !ok || !utf8.Valid(v[1:1+end]) {
-		return sp, false
-	}
-	sp.cStart = len(obj) - len(v)
-	sp.cEnd = sp.cStart + end + 2
-	sp.content = string(v[1 : 1+end])
-	return sp, true
+	return sp, index == 1 || sp.cStart < 0 && sp.fStart < 0
 }
 
-// memberValue returns what follows a member's name at obj[at:]: its value
-// and the rest; ok is false when no ':' and value follow.
-func memberValue(obj []byte, at int) ([]byte, bool) {
-	v := bytes.TrimLeft(obj[at:], " ")
+// nesting is the change of bracket depth over bytes outside strings.
+func nesting(gap []byte) int {
+	d := 0
+	for _, c := range gap {
+		switch c {
+		case '{', '[':
+			d++
+		case '}', ']':
+			d--
+		}
+	}
+	return d
+}
+
+// stringEnd returns the offset of the closing quote of the JSON string
+// that starts at obj[start], and whether it holds an escape; -1 when it
+// does not close.
+func stringEnd(obj []byte, start int) (int, bool) {
+	escaped := false
+	for j := start + 1; j < len(obj); {
+		k := bytes.IndexByte(obj[j:], '"')
+		if k < 0 {
+			return -1, escaped
+		}
+		end := j + k
+		if !escaped && bytes.IndexByte(obj[j:end], '\\') >= 0 {
+			escaped = true
+		}
+		n := 0
+		for p := end - 1; p > start && obj[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return end, escaped
+		}
+		j = end + 1
+	}
+	return -1, escaped
+}
+
+// memberValue returns what follows ':' after a member's name whose
+// closing quote is obj[at-1]; isKey is false when no ':' and value
+// follow: the string was a value.
+func memberValue(obj []byte, at int) (v []byte, isKey bool) {
+	v = bytes.TrimLeft(obj[at:], " ")
 	if len(v) == 0 || v[0] != ':' {
 		return nil, false
 	}
 	v = bytes.TrimLeft(v[1:], " ")
 	return v, len(v) > 0
-}
-
-// plainString reports where the JSON string that v starts with ends (the
-// offset of its closing quote, less one), when it holds no escape.
-func plainString(v []byte) (int, bool) {
-	end := bytes.IndexByte(v[1:], '"')
-	return end, end >= 0 && bytes.IndexByte(v[1:1+end], '\\') < 0
 }
 
 // eventsText joins the text of events that are all text; only is false

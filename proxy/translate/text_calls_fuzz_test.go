@@ -346,3 +346,37 @@ func TestCompactSchema(t *testing.T) {
 		t.Errorf("calls = %+v, want Read {\"limit\":10}", r.Calls)
 	}
 }
+
+// FuzzQuickSpots: where the fast reading of a chunk says it found the
+// content and finish, they are those the decoding one finds.
+func FuzzQuickSpots(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi <"},"finish_reason":null}]}`,
+		`{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a\"content\":\"b"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"x","content":null}}]}`,
+		`{"choices":[{"index":1,"delta":{"content":"x"}},{"index":0,"delta":{"content":"y"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content" : "spaced"},"finish_reason" : "length"}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, chunk string) {
+		if !jsontext.Value(chunk).IsValid() {
+			return // not a chunk: the translators after the filter leave it out
+		}
+		q, ok := quickSpots([]byte(chunk))
+		if !ok {
+			return
+		}
+		d, dok := chunkSpots([]byte(chunk))
+		if !dok {
+			if q.cStart >= 0 || q.fStart >= 0 {
+				t.Fatalf("quickSpots found content or finish in what is not a chunk: %q %+v", chunk, q)
+			}
+			return
+		}
+		if q.cStart != d.cStart || q.cEnd != d.cEnd || q.content != d.content || q.fStart != d.fStart || q.fEnd != d.fEnd || q.finish != d.finish {
+			t.Fatalf("%q:\nquick  %+v\ndecode %+v", chunk, q, d)
+		}
+	})
+}
