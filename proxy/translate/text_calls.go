@@ -360,7 +360,7 @@ func eventsAre(evs []textcall.Event, text string) bool {
 func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 	sp.cStart, sp.fStart = -1, -1
 	var index, contents, finishes int
-	depth := 0 // of the brackets outside strings: the choice's members are at 3, the delta's at 4
+	depth := 0                  // of the brackets outside strings: the choice's members are at 3, the delta's at 4
 	var inChoices, inDelta bool // the latest member at depth 1 is "choices"; at 3 "delta" (or "message")
 	for i := 0; i < len(obj); {
 		q := bytes.IndexByte(obj[i:], '"')
