@@ -20,15 +20,24 @@
 // strategy is router_settings.routing_strategy:
 //
 //   - session-affinity (default): a request with a session key goes to the
-//     backend that wins weighted rendezvous hashing of the key over the
-//     pool's healthy backends, unless that backend is busy and would then
-//     carry more than 1.25 × the pool's average load (scaled by its weight
-//     share; load: in flight plus queued, the new request counted); then
-//     to the next in its hashing order that would not, or, when none
-//     would (a handful of requests in flight), to the least busy. The choice depends on the config and on the health
-//     and load the proxy sees, nothing else: replicas with one config send
-//     a session to the same backend. Without a session key, least-busy.
+//     session's home, the top of its weighted rendezvous order (highest
+//     random weight of the key at each backend, which every replica
+//     computes alone) among the pool's healthy backends. It leaves home only
+//     when home is full (see Full): then it goes to the next in that order
+//     that is not, and comes back as soon as home has room, so that its
+//     turns touch at most two servers. When every backend is full it goes
+//     to the first in its order whose load per weight is within Slack
+//     requests of the least loaded one's: a hot server is still relieved. A session
+//     whose home is out goes to the next in its order and stays there
+//     until home is back. Without a session key, least-busy.
 //   - least-busy: the backend with the lowest load per weight.
+//
+// A backend's load is what its server says (package serverload: vLLM,
+// SGLang and llama.cpp expose it, read every
+// router_settings.load_poll_interval by RunLoad; every replica reads the
+// same), plus the requests this proxy sent it since the last reading; where
+// the server exposes nothing, the requests this proxy has in flight and
+// queued there.
 //   - simple-shuffle: weighted random.
 //
 // Candidates come in tiers: the pool's healthy backends not yet tried by
@@ -49,10 +58,11 @@
 //
 // # What others read
 //
-// Snapshot lists every backend with its state, load and times (the
-// /backends endpoint); Ready says whether any backend is healthy; Counters
-// and Hooks give the moves of sessions between backends and the retries,
-// by reason, and the queue waits, for metrics.
+// Snapshot lists every backend with its state, load (and where it was
+// read) and times (the /backends endpoint); Ready says whether any backend
+// is healthy; Counters and Hooks give the session requests served away
+// from their home and the retries, by reason, and the queue waits, for
+// metrics.
 package balance
 
 import (
@@ -70,12 +80,14 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/kind"
 )
 
-// LoadBound is how far above its share of the pool's load a backend may go
-// before a session moves off it.
-const LoadBound = 1.25
+// Slack: when every backend of a pool is full, a session goes to the
+// first of its order whose load per weight is within Slack requests (per
+// weight) of the least loaded one's: a hot server is relieved, and a
+// session keeps its cache when the pool is evenly busy.
+const Slack = 1
 
-// maxSessions bounds the memory of where each session went last.
-const maxSessions = 100_000
+// KVFull is the fraction of its KV cache in use at which a server is full.
+const KVFull = 0.95
 
 // State is a backend's health.
 type State int
@@ -96,15 +108,17 @@ func (s State) String() string {
 	return "healthy"
 }
 
-// MoveReason says why a session's request went to another backend than
-// its previous one.
+// MoveReason says why a session's request was served away from its home
+// (the top of its rendezvous order over the pool's backends).
 type MoveReason string
 
 const (
-	MoveDown       MoveReason = "down"       // its backend was out
-	MoveOverloaded MoveReason = "overloaded" // its backend carried more than LoadBound × its share
-	MoveRebalanced MoveReason = "rebalanced" // back to its home backend, or its home changed
+	MoveHomeFull MoveReason = "home_full" // home was full (Full)
+	MoveHomeDown MoveReason = "home_down" // home was out, or failed this request
 )
+
+// MoveReasons lists every MoveReason.
+var MoveReasons = []MoveReason{MoveHomeFull, MoveHomeDown}
 
 // Result is how an exchange with a backend ended, as far as the backend's
 // health goes.
@@ -123,7 +137,9 @@ const (
 // called with the balancer's lock held: they must be quick and must not
 // call the Balancer.
 type Hooks struct {
-	Moved        func(alias string, from, to *Backend, reason MoveReason)
+	// Moved: a session's request served at another backend than its
+	// home.
+	Moved        func(alias string, home, to *Backend, reason MoveReason)
 	Retried      func(alias, reason string)
 	Waited       func(b *Backend, wait time.Duration, gotSlot bool)
 	StateChanged func(b *Backend, s State)
@@ -139,6 +155,8 @@ type Options struct {
 	// nil: math/rand/v2's global source. Tests seed it.
 	Rand *rand.Rand
 	Now  func() time.Time
+	// ReadLoad reads a backend's load for RunLoad; nil: serverload.Read.
+	ReadLoad ReadLoad
 }
 
 // Backend is one server and model. Its identity is fixed; its state is the
@@ -152,6 +170,7 @@ type Backend struct {
 	seed        uint64
 	maxParallel int
 	aliases     []string
+	server      string // proxy_params.server; "" to ask discovery
 
 	// guarded by Balancer.mu
 	state       State
@@ -165,11 +184,48 @@ type Backend struct {
 	outs        uint64 // times failures took it out
 	requests    uint64
 	failures    uint64
+	srv         serverLoad // what its server says of its load
 }
 
-func (b *Backend) load() int { return b.inflight + len(b.queue) }
+// load is the backend's load: the server's running and waiting requests
+// as last read, corrected by this proxy's own requests since (those it
+// sent, less those that ended: the reading counted them), and this
+// proxy's queue for it; without a reading, this proxy's in flight and
+// queued; mu is held.
+func (b *Backend) load() int {
+	if !b.srv.ok {
+		return b.inflight + len(b.queue)
+	}
+	return max(b.inflight, b.srv.Running+b.srv.Waiting-b.srv.inflight+b.inflight) + len(b.queue)
+}
 
 func (b *Backend) hasSlot() bool { return b.maxParallel == 0 || b.inflight < b.maxParallel }
+
+// full reports whether the backend is full: requests wait in this proxy's
+// queue for it or would (max_parallel_requests), its load reaches its
+// slots (max_parallel_requests, or the server's own count), requests wait
+// in its server's queue (less those this proxy's ended requests have let
+// in since the reading), or its KV cache is nearly full; mu is held.
+func (b *Backend) full() bool {
+	if len(b.queue) > 0 || !b.hasSlot() {
+		return true
+	}
+	if !b.srv.ok {
+		return false
+	}
+	slots := b.maxParallel
+	if slots == 0 {
+		slots = b.srv.Slots
+	}
+	if slots > 0 {
+		if b.load() >= slots {
+			return true
+		}
+	} else if b.srv.Waiting-max(0, b.srv.inflight-b.inflight) > 0 {
+		return true
+	}
+	return b.srv.KVUsage >= KVFull
+}
 
 type member struct {
 	b      *Backend
@@ -190,12 +246,12 @@ type Balancer struct {
 	hooks    Hooks
 	probe    func(ctx context.Context, r config.Route) error
 	now      func() time.Time
+	readLoad ReadLoad
 
 	mu       sync.Mutex
 	rand     *rand.Rand // nil: global; guarded by mu
 	pools    map[string]*pool
 	backends []*Backend
-	sessions map[sessionKey]*Backend // where each session went last, per pool
 	moves    map[MoveReason]uint64
 	retries  map[string]uint64
 }
@@ -208,8 +264,8 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		probe:    opts.Probe,
 		now:      opts.Now,
 		rand:     opts.Rand,
+		readLoad: opts.ReadLoad,
 		pools:    map[string]*pool{},
-		sessions: map[sessionKey]*Backend{},
 		moves:    map[MoveReason]uint64{},
 		retries:  map[string]uint64{},
 	}
@@ -230,6 +286,9 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		}
 		if b.Name == "" && r.Name != "" {
 			b.Name = r.Name
+		}
+		if b.server == "" {
+			b.server = r.Server
 		}
 		// Two aliases listing one backend with different limits: the
 		// smaller holds.
@@ -531,8 +590,18 @@ type candidate struct {
 	score float64
 }
 
-// choose picks the member for a request; mu is held.
+// choose picks the member for a request and counts a session's request
+// served away from its home; mu is held.
 func (bl *Balancer) choose(p *pool, r Request) (*member, bool) {
+	m, fallback := bl.chooseMember(p, r)
+	if r.Session != "" && len(p.members) > 1 && bl.settings.RoutingStrategy != "simple-shuffle" && bl.settings.RoutingStrategy != "least-busy" {
+		bl.noteHome(p, r, m.b)
+	}
+	return m, fallback
+}
+
+// chooseMember picks the member for a request; mu is held.
+func (bl *Balancer) chooseMember(p *pool, r Request) (*member, bool) {
 	var buf [16]candidate
 	tried := func(b *Backend) bool { return slices.Contains(r.Tried, b) }
 	collect := func(p *pool, healthy, untried bool) []candidate {
@@ -572,7 +641,7 @@ func (bl *Balancer) pick(p *pool, cs []candidate, session string) *member {
 	case bl.settings.RoutingStrategy == "least-busy" || session == "":
 		return bl.leastBusy(cs)
 	}
-	return bl.affinity(p, cs, session)
+	return bl.affinity(cs, session)
 }
 
 func (bl *Balancer) float() float64 {
@@ -613,90 +682,72 @@ func (bl *Balancer) leastBusy(cs []candidate) *member {
 	return cs[best].member
 }
 
-// affinity is weighted rendezvous hashing with bounded load.
-func (bl *Balancer) affinity(p *pool, cs []candidate, session string) *member {
+// affinity is weighted rendezvous hashing that leaves home only when it
+// is full.
+func (bl *Balancer) affinity(cs []candidate, session string) *member {
 	key := hashString(session)
-	var total int
-	var weights float64
 	for i := range cs {
 		cs[i].score = rendezvousScore(key, cs[i].b.seed, cs[i].weight)
-		total += cs[i].b.load()
-		weights += cs[i].weight
 	}
-	slices.SortFunc(cs, func(a, b candidate) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return 0
-	})
-	chosen := -1
-	for i, c := range cs {
-		if fits(c.b.load(), total, c.weight, weights) {
-			chosen = i
-			break
+	slices.SortFunc(cs, byScore)
+	for _, c := range cs {
+		if !c.b.full() {
+			return c.member
 		}
 	}
-	var m *member
-	if chosen < 0 {
-		m = bl.leastBusy(cs)
-	} else {
-		m = cs[chosen].member
+	// Every one is full: the first whose load per weight is within Slack
+	// of the least loaded one's.
+	least := math.Inf(1)
+	for _, c := range cs {
+		least = min(least, float64(c.b.load())/c.weight)
 	}
-	bl.noteSession(p, session, m.b, total, weights)
-	return m
+	for _, c := range cs {
+		if float64(c.b.load())/c.weight <= least+Slack/c.weight {
+			return c.member
+		}
+	}
+	return cs[0].member
 }
 
-// fits reports whether a backend of weight w carrying load may take a new
-// request in a pool carrying total (of weights in all): an idle backend
-// always may; a busy one while it then stays within LoadBound × its share
-// of the pool's load, the new request counted.
-func fits(load, total int, w, weights float64) bool {
-	return load == 0 || float64(load+1) <= LoadBound*float64(total+1)*w/weights
+func byScore(a, b candidate) int {
+	switch {
+	case a.score > b.score:
+		return -1
+	case a.score < b.score:
+		return 1
+	}
+	return 0
 }
 
-// sessionKey is a session in one pool: a client that sends one session
-// to two aliases (a coding client's main and small models) has a place in
-// each, and going from one alias to the other moves nothing.
-type sessionKey struct {
-	pool    *pool
-	session string
+// home is the session's home in pool p: the top of its rendezvous order
+// over every member, whatever its state; mu is held.
+func home(p *pool, session string) *Backend {
+	key := hashString(session)
+	var best *Backend
+	bestScore := -1.0
+	for _, m := range p.members {
+		if s := rendezvousScore(key, m.b.seed, m.weight); s > bestScore {
+			best, bestScore = m.b, s
+		}
+	}
+	return best
 }
 
-// noteSession remembers where a session went and counts a move; mu is held.
-func (bl *Balancer) noteSession(p *pool, session string, to *Backend, total int, weights float64) {
-	key := sessionKey{p, session}
-	prev, ok := bl.sessions[key]
-	if ok && prev == to {
+// noteHome counts a session's request served at to when its home is
+// another backend; mu is held.
+func (bl *Balancer) noteHome(p *pool, r Request, to *Backend) {
+	h := home(p, r.Session)
+	if h == to {
 		return
 	}
-	if ok {
-		reason := MoveRebalanced
-		switch {
-		case !bl.usable(prev):
-			reason = MoveDown
-		default:
-			for _, m := range p.members {
-				if m.b == prev && !fits(prev.load(), total, m.weight, weights) {
-					reason = MoveOverloaded
-				}
-			}
-		}
-		bl.moves[reason]++
-		if bl.hooks.Moved != nil {
-			bl.hooks.Moved(p.alias, prev, to, reason)
-		}
-	} else if len(bl.sessions) >= maxSessions {
-		for k := range bl.sessions { // forget an arbitrary tenth
-			delete(bl.sessions, k)
-			if len(bl.sessions) < maxSessions*9/10 {
-				break
-			}
-		}
+	reason := MoveHomeFull
+	if !bl.usable(h) || slices.Contains(r.Tried, h) {
+		reason = MoveHomeDown
 	}
-	bl.sessions[key] = to
+	bl.moves[reason]++
+	if bl.hooks.Moved != nil {
+		bl.hooks.Moved(p.alias, h, to, reason)
+	}
 }
 
 // rendezvousScore is the weighted highest-random-weight score of a key at
@@ -746,6 +797,8 @@ type Status struct {
 	LastSuccess         *time.Time     `json:"last_success,omitempty"`
 	Requests            uint64         `json:"requests"`
 	Failures            uint64         `json:"failures"`
+	// Load is the backend's load and where it was read.
+	Load LoadStatus `json:"load"`
 }
 
 // Snapshot returns the state of every backend, in file order.
@@ -758,7 +811,7 @@ func (bl *Balancer) Snapshot() []Status {
 		s := Status{
 			Name: b.Name, Aliases: slices.Clone(b.aliases), APIBase: b.APIBase, Model: b.Model,
 			State: b.state.String(), InFlight: b.inflight, Queued: len(b.queue), QueuedByKind: queuedByKind(b.queue), MaxParallelRequests: b.maxParallel,
-			ConsecutiveFailures: b.fails, LastError: b.lastErr, Requests: b.requests, Failures: b.failures,
+			ConsecutiveFailures: b.fails, LastError: b.lastErr, Requests: b.requests, Failures: b.failures, Load: loadStatus(b),
 		}
 		if b.state != Healthy {
 			s.CoolingUntil = timePtr(b.coolUntil)

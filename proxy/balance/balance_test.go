@@ -113,44 +113,80 @@ func TestAffinityWeighted(t *testing.T) {
 	}
 }
 
-// TestBoundedLoad: 64 streams held open at once, most of them of two hot
-// sessions: once more than a handful are in flight, no backend carries
-// more than 1.25 × the average.
-func TestBoundedLoad(t *testing.T) {
-	bl := New(poolConfig(t, []float64{1, 1, 1}, "", ""), Options{})
-	var leases []*Lease
-	for i := range 64 {
-		key := "hot-1"
-		switch {
-		case i%4 == 1:
-			key = "hot-2"
-		case i%4 == 3:
-			key = fmt.Sprint("cold-", i)
+// TestHotSessionStaysHomeUntilFull: 64 streams held open at once, most
+// of them of two hot sessions, on backends of 4 slots each
+// (max_parallel_requests): a session stays at home until home's slots are
+// taken, spills to the next of its order, and once every backend is full
+// a hot one is relieved: none carries more than the least loaded one and
+// Slack, the new request counted.
+func TestHotSessionStaysHomeUntilFull(t *testing.T) {
+	bl := New(poolConfig(t, []float64{1, 1, 1}, ", max_parallel_requests: 4", "router_settings: {queue_timeout: 5}\n"), Options{})
+	// Below its slots, a session's requests all stay at home.
+	var first []*Lease
+	for range 4 {
+		first = append(first, acquire(t, bl, Request{Alias: "coder", Session: "hot-1"}))
+	}
+	for _, l := range first[1:] {
+		if l.Backend != first[0].Backend {
+			t.Fatalf("hot-1 left home %s for %s with %d of 4 slots taken", first[0].Backend.Name, l.Backend.Name, index(bl, l.Backend))
 		}
-		leases = append(leases, acquire(t, bl, Request{Alias: "coder", Session: key}))
-		total, most := 0, 0
-		for _, b := range bl.backends {
-			total += b.inflight
-			most = max(most, b.inflight)
+	}
+	if m := bl.Counters().Moves; len(m) != 0 {
+		t.Fatalf("moves %v below home's slots, want none", m)
+	}
+	// The fifth goes to the next of its order, and so on.
+	fifth := acquire(t, bl, Request{Alias: "coder", Session: "hot-1"})
+	if fifth.Backend == first[0].Backend {
+		t.Fatal("the fifth request stayed at a full home")
+	}
+	if bl.Counters().Moves[MoveHomeFull] != 1 {
+		t.Errorf("moves %v, want one home_full", bl.Counters().Moves)
+	}
+	leases := append(first, fifth)
+	for len(leases) < 12 {
+		leases = append(leases, acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("s", len(leases))}))
+	}
+	// All 12 slots taken: the next requests queue, spread by Slack.
+	got := make(chan *Lease, 12)
+	for i := range 12 {
+		go func() {
+			l, err := bl.Acquire(context.Background(), Request{Alias: "coder", Session: []string{"hot-1", "hot-2"}[i%2]})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		queued := 0
+		for _, st := range bl.Snapshot() {
+			queued += st.Queued
 		}
-		if bound := 1.25 * float64(total) / 3; total >= 8 && float64(most) > bound {
-			t.Fatalf("after %d requests a backend carries %d, over 1.25 × the average (%.2f)", total, most, bound)
+		if queued == 12 {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 12 queued", queued)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var per []int
-	for _, b := range bl.backends {
-		per = append(per, b.inflight)
-		if b.inflight > 26 { // 1.25 × 64 / 3 = 26.7
-			t.Errorf("backend %s carries %d of 64", b.Name, b.inflight)
-		}
+	least, most := 100, 0
+	for _, st := range bl.Snapshot() {
+		per = append(per, st.InFlight+st.Queued)
+		least, most = min(least, st.InFlight+st.Queued), max(most, st.InFlight+st.Queued)
 	}
-	if bl.Counters().Moves[MoveOverloaded] == 0 {
-		t.Error("no session counted as moved for overload")
+	if most > least+Slack+1 {
+		t.Errorf("loads %v: the hottest above the least loaded + %d + 1", per, Slack)
 	}
 	for _, l := range leases {
 		l.Done(Succeeded, "")
 	}
-	t.Logf("64 streams of a hot mix: in flight per backend %v, moves %v", per, bl.Counters().Moves)
+	for range 12 {
+		(<-got).Done(Succeeded, "")
+	}
+	t.Logf("12 queued behind 12 slots: in flight + queued per backend %v, moves %v", per, bl.Counters().Moves)
 }
 
 func TestMaxParallelQueuesThenTimesOut(t *testing.T) {
@@ -223,8 +259,8 @@ func TestFailuresCoolAndProbeBringsBack(t *testing.T) {
 			t.Fatal("a cooling backend got a request")
 		}
 	}
-	if bl.Counters().Moves[MoveDown] != 1 {
-		t.Errorf("moves %v, want one down", bl.Counters().Moves)
+	if m := bl.Counters().Moves; m[MoveHomeDown] != 20 || m[MoveHomeFull] != 0 {
+		t.Errorf("moves %v, want home_down 20 (each request served away from home)", m)
 	}
 	bl.ProbeNow(context.Background())
 	if st := bl.Snapshot()[0]; st.State != "cooling" || !strings.Contains(st.LastError, "probe") {
@@ -238,8 +274,8 @@ func TestFailuresCoolAndProbeBringsBack(t *testing.T) {
 	if serveSession(t, bl, key, Succeeded, "") != 0 {
 		t.Error("the session did not return to its backend")
 	}
-	if bl.Counters().Moves[MoveRebalanced] != 1 {
-		t.Errorf("moves %v, want one rebalanced", bl.Counters().Moves)
+	if m := bl.Counters().Moves; m[MoveHomeDown] != 20 {
+		t.Errorf("moves %v, want still home_down 20: a request at home is no move", m)
 	}
 }
 
@@ -381,26 +417,21 @@ func BenchmarkAcquire(b *testing.B) {
 }
 
 // TestSessionOnOneBackendPool: in a pool of one backend a session is
-// served by it and not remembered (it can never move: no map entry per
-// session, no hashing); in a pool of several it is remembered.
+// served by it, full or not, and never counted as moved.
 func TestSessionOnOneBackendPool(t *testing.T) {
-	cfg := poolConfig(t, []float64{1}, "", "  - model_name: pair\n    proxy_params: {model: vendorb/m, api_base: 'http://p0:8000/v1', api_key: k}\n"+
-		"  - model_name: pair\n    proxy_params: {model: vendorb/m, api_base: 'http://p1:8000/v1', api_key: k}\n")
-	bl := New(cfg, Options{})
-	for i := range 50 {
+	bl := New(poolConfig(t, []float64{1}, ", max_parallel_requests: 2", ""), Options{})
+	var held []*Lease
+	for i := range 2 {
 		l := acquire(t, bl, Request{Alias: "coder", Session: fmt.Sprint("s", i)})
 		if l.Backend.APIBase != "http://b0:8000/v1" {
 			t.Fatalf("session s%d went to %s", i, l.Backend.APIBase)
 		}
+		held = append(held, l)
+	}
+	for _, l := range held {
 		l.Done(Succeeded, "")
 	}
-	if len(bl.sessions) != 0 {
-		t.Errorf("%d sessions remembered for a pool of one backend, want none", len(bl.sessions))
-	}
-	for i := range 50 {
-		acquire(t, bl, Request{Alias: "pair", Session: fmt.Sprint("s", i)}).Done(Succeeded, "")
-	}
-	if len(bl.sessions) != 50 {
-		t.Errorf("%d sessions remembered for a pool of two, want 50", len(bl.sessions))
+	if m := bl.Counters().Moves; len(m) != 0 {
+		t.Errorf("moves %v in a pool of one backend, want none", m)
 	}
 }

@@ -35,6 +35,7 @@ const (
 	DefaultCooldownTime        = 30 * time.Second
 	DefaultHealthCheckInterval = 10 * time.Second
 	DefaultQueueTimeout        = 60 * time.Second
+	DefaultLoadPollInterval    = time.Second
 )
 
 // RoutingStrategies are the values router_settings.routing_strategy takes.
@@ -101,6 +102,10 @@ type RouterSettings struct {
 	// Routes send a request of a kind to another pool; the first that
 	// matches wins. None: every request goes to the pool it names.
 	Routes []KindRoute
+	// LoadPollInterval is how often each backend's own load is read from
+	// its /metrics (or llama.cpp's /slots); 0: never, the proxy's own count
+	// of requests in flight only.
+	LoadPollInterval time.Duration
 }
 
 // KindRoute is one of router_settings.routes: requests of Kind go to the
@@ -252,7 +257,7 @@ var (
 	entryKeys    = []string{"model_name", ParamsKey, LiteLLMParamsKey}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback", textCallsKeys[0], textCallsKeys[1]}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
-	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "fallbacks", "background_models", "long_context_tokens", "routes"}
+	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "load_poll_interval", "fallbacks", "background_models", "long_context_tokens", "routes"}
 )
 
 func (p *parser) file(root *yaml.Node) (*Config, error) {
@@ -270,6 +275,7 @@ func (p *parser) file(root *yaml.Node) (*Config, error) {
 		CooldownTime:        DefaultCooldownTime,
 		HealthCheckInterval: DefaultHealthCheckInterval,
 		QueueTimeout:        DefaultQueueTimeout,
+		LoadPollInterval:    DefaultLoadPollInterval,
 	}}
 	list, ok := fields["model_list"]
 	if !ok {
@@ -391,6 +397,7 @@ func (p *parser) router(n *yaml.Node, cfg *Config) error {
 		{"cooldown_time", &rs.CooldownTime, DefaultCooldownTime, ""},
 		{"health_check_interval", &rs.HealthCheckInterval, DefaultHealthCheckInterval, "0 turns the probe off"},
 		{"queue_timeout", &rs.QueueTimeout, DefaultQueueTimeout, ""},
+		{"load_poll_interval", &rs.LoadPollInterval, DefaultLoadPollInterval, "0 turns the reading of the servers' load off"},
 	} {
 		v, ok := fields[d.key]
 		if !ok {

@@ -54,7 +54,7 @@ var TokenKinds = []string{"input", "output", "cache_read", "reasoning"}
 // "max_tokens") and for a session's move.
 var (
 	RetryReasons = []string{"unreachable", "timeout", "status_502", "status_503", "max_tokens"}
-	MoveReasons  = []string{"down", "overloaded", "rebalanced"}
+	MoveReasons  = []string{"home_full", "home_down"}
 )
 
 // Unknown is the alias and backend label of a request that named no
@@ -174,7 +174,7 @@ func New(s Setup) *Metrics {
 		}, []string{"backend", "reason"}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_session_moves_total",
-			Help: "Session requests served by another backend than the session's previous one (its prefix cache is lost), by reason.",
+			Help: "Session requests served by another backend than the session's home (the top of its rendezvous order, the same at every replica: summed over replicas, what the servers see), by reason: home_full, home_down.",
 		}, []string{"alias", "reason"}),
 		pings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dragoman_stream_pings_total",
@@ -384,7 +384,7 @@ func (m *Metrics) Retried(backend, reason string) {
 }
 
 // SessionMoved counts a session's request served by another backend than
-// its previous one.
+// its home.
 func (m *Metrics) SessionMoved(alias, reason string) {
 	if m != nil {
 		known(m.aliasMoves, [2]string{alias, reason}, func() prometheus.Counter { return m.moves.WithLabelValues(alias, reason) }).Inc()

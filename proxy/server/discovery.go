@@ -42,6 +42,14 @@ func (s *Server) withDiscovered(r routeInfo) routeInfo {
 	return r
 }
 
+// ServerOf is the server discovery found at apiBase for model ("" when
+// not known): the balancer reads a backend's load by its kind.
+func (s *Server) ServerOf(apiBase, model string) string {
+	s.knownMu.RLock()
+	defer s.knownMu.RUnlock()
+	return s.known[backendModel{apiBase, model}].Server
+}
+
 // discoverTimeout bounds the discovery of one backend model.
 const discoverTimeout = 10 * time.Second
 

@@ -54,11 +54,12 @@ func TestMetricsStreamPings(t *testing.T) {
 }
 
 // TestMetricsSessionMovesAndRetries: one session through a pool of two
-// backends. Its home carrying a stream, its next request moves to the other
-// backend (overloaded); back home when that stream ends (rebalanced); its
-// home killed, the attempt there is retried on the other backend
-// (dragoman_backend_retries_total{reason="unreachable"}) and the session
-// moves (down), and the dead backend is reported out.
+// backends of one slot each. Its home's slot taken by a stream, its next
+// request is served by the other backend (home_full); back home when that
+// stream ends (no move: it is home); its home killed, the attempt there is
+// retried on the other backend
+// (dragoman_backend_retries_total{reason="unreachable"}) and served away
+// from home (home_down), and the dead backend is reported out.
 func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	backends := []*poolBackend{
 		newPoolBackend(t, stub.Options{Events: 8, EventDelay: 80 * time.Millisecond}),
@@ -67,7 +68,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	var y strings.Builder
 	y.WriteString("model_list:\n")
 	for i, b := range backends {
-		fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: os.environ/TEST_BACKEND_KEY, name: b%d, num_retries: 2}\n", b.url(), i)
+		fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m, api_base: '%s', api_key: os.environ/TEST_BACKEND_KEY, name: b%d, num_retries: 2, max_parallel_requests: 1}\n", b.url(), i)
 	}
 	y.WriteString("router_settings: {allowed_fails: 1, cooldown_time: 60, health_check_interval: 0}\n")
 	h := newHarness(t, harnessOptions{metrics: true, routesYAML: y.String()})
@@ -78,7 +79,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	served := func() [2]int64 { return [2]int64{backends[0].served.Load(), backends[1].served.Load()} }
 
 	mfs := scrape(t, h.proxy.URL)
-	zeroMoves := map[string]float64{"alias=coder,reason=down": 0, "alias=coder,reason=overloaded": 0, "alias=coder,reason=rebalanced": 0}
+	zeroMoves := map[string]float64{"alias=coder,reason=home_full": 0, "alias=coder,reason=home_down": 0}
 	checkSeries(t, mfs, "dragoman_session_moves_total", zeroMoves)
 
 	// Turn 0 finds the session's home.
@@ -95,7 +96,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	X, Y := fmt.Sprint("b", home), fmt.Sprint("b", other)
 
 	// Turn 1 streams at home; turn 2, sent while it is in flight, finds
-	// home above its share (1 of 1 in flight) and moves: overloaded.
+	// home's one slot taken (full) and is served by the other: home_full.
 	stream := post("t1", true)
 	sc := bufio.NewScanner(stream.Body)
 	for sc.Scan() && !strings.Contains(sc.Text(), "content_block_delta") {
@@ -110,7 +111,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	if s := served(); s[home] != 2 || s[other] != 1 {
 		t.Fatalf("after t2 backends served %v, want home b%d 2 (t0, t1), b%d 1 (t2)", s, home, other)
 	}
-	// Turn 3, home idle again (its lease released): back (rebalanced).
+	// Turn 3, home idle again (its lease released): back home, no move.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if series(scrape(t, h.proxy.URL), "dragoman_inflight_requests")["backend="+X] == 0 {
 			break
@@ -126,7 +127,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	}
 	mfs = scrape(t, h.proxy.URL)
 	checkSeries(t, mfs, "dragoman_session_moves_total", map[string]float64{
-		"alias=coder,reason=down": 0, "alias=coder,reason=overloaded": 1, "alias=coder,reason=rebalanced": 1})
+		"alias=coder,reason=home_full": 1, "alias=coder,reason=home_down": 0})
 	checkSeries(t, mfs, "dragoman_backend_up", map[string]float64{"backend=b0": 1, "backend=b1": 1})
 
 	// Home dies; turn 4 is refused there, retried on the other backend.
@@ -141,7 +142,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	}
 	mfs = scrape(t, h.proxy.URL)
 	checkSeries(t, mfs, "dragoman_session_moves_total", map[string]float64{
-		"alias=coder,reason=down": 1, "alias=coder,reason=overloaded": 1, "alias=coder,reason=rebalanced": 1})
+		"alias=coder,reason=home_full": 1, "alias=coder,reason=home_down": 1})
 	retries := map[string]float64{}
 	for _, b := range []string{"b0", "b1"} {
 		for _, reason := range []string{"unreachable", "timeout", "status_502", "status_503", "max_tokens"} {
@@ -161,7 +162,7 @@ func TestMetricsSessionMovesAndRetries(t *testing.T) {
 	}
 	checkSeries(t, mfs, "dragoman_requests_total", want)
 	if !t.Failed() {
-		t.Logf("home %s: moves overloaded 1, rebalanced 1, down 1; retries{%s,unreachable} 1; backend_up{%s} 0", X, X, X)
+		t.Logf("home %s: moves home_full 1, home_down 1; retries{%s,unreachable} 1; backend_up{%s} 0", X, X, X)
 	}
 }
 

@@ -145,8 +145,8 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 		}
 	}
 	checkSeries(t, mfs, "dragoman_session_moves_total", map[string]float64{
-		"alias=claude-opus-5-5,reason=down": 0, "alias=claude-opus-5-5,reason=overloaded": 0, "alias=claude-opus-5-5,reason=rebalanced": 0,
-		"alias=loading-model,reason=down": 0, "alias=loading-model,reason=overloaded": 0, "alias=loading-model,reason=rebalanced": 0,
+		"alias=claude-opus-5-5,reason=home_full": 0, "alias=claude-opus-5-5,reason=home_down": 0,
+		"alias=loading-model,reason=home_full": 0, "alias=loading-model,reason=home_down": 0,
 	})
 	checkSeries(t, mfs, "dragoman_backend_up", map[string]float64{"backend=" + S: 1, "backend=" + B: 1})
 

@@ -311,12 +311,22 @@ func TestPoolSessionAffinity(t *testing.T) {
 	t.Logf("500 sessions × 6 requests: sessions per backend %v", counts)
 }
 
-// TestPoolBoundedLoad: 64 concurrent streams of a hot session mix (half
-// of them one session): no backend ever carries more than 1.25 × the
-// average of 64/3.
-func TestPoolBoundedLoad(t *testing.T) {
+// TestPoolHotSessionRelievedWhenFull: 64 concurrent streams of a hot
+// session mix (half of them one session) on three backends of 8 slots
+// (max_parallel_requests): a session stays home while home has room, and
+// once home is full its requests go to the next of its order, so no
+// backend carries more than its slots, the hot session's home is filled
+// first, and every stream is served (issue 42: a session leaves home only
+// when home is full).
+func TestPoolHotSessionRelievedWhenFull(t *testing.T) {
 	backends := threeBackends(t, stub.Options{FirstTokenDelay: 600 * time.Millisecond, Events: 2})
-	p := newPoolProxy(t, backends, []float64{1, 1, 1}, "", balance.Options{})
+	var y strings.Builder
+	y.WriteString("model_list:\n")
+	for i, b := range backends {
+		fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m%d, api_base: '%s', api_key: k, name: b%d, max_parallel_requests: 8}\n", i, b.url(), i)
+	}
+	y.WriteString("router_settings: {queue_timeout: 30, load_poll_interval: 0}\n")
+	p := newPoolProxyYAML(t, y.String(), backends, balance.Options{})
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	for i := range 64 {
@@ -341,11 +351,44 @@ func TestPoolBoundedLoad(t *testing.T) {
 	var peaks []int64
 	for i, b := range backends {
 		peaks = append(peaks, b.peak.Load())
-		if b.peak.Load() > 26 { // 1.25 × 64/3 = 26.7
-			t.Errorf("backend %d carried %d streams at once, over 1.25 × the average", i, b.peak.Load())
+		if b.peak.Load() > 8 {
+			t.Errorf("backend %d carried %d streams at once, over its 8 slots", i, b.peak.Load())
 		}
 	}
+	if p.bal.Counters().Moves[balance.MoveHomeFull] == 0 {
+		t.Error("no request counted as served away from a full home")
+	}
 	t.Logf("64 streams, half one session: peak in flight per backend %v, moves %v", peaks, p.bal.Counters().Moves)
+}
+
+// TestPoolSessionStaysHomeAtLowLoad: a session whose home carries more
+// than the pool's average, but is not full (no limit, a server that says
+// nothing of its load), stays home: 12 concurrent streams of one session
+// all reach one backend, and none counts as a move.
+func TestPoolSessionStaysHomeAtLowLoad(t *testing.T) {
+	backends := threeBackends(t, stub.Options{FirstTokenDelay: 300 * time.Millisecond, Events: 2})
+	p := newPoolProxy(t, backends, []float64{1, 1, 1}, "router_settings: {load_poll_interval: 0}\n", balance.Options{})
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			resp, b, err := p.post("/v1/messages", "one-session", coderBody("stream", true))
+			if err != nil || resp.StatusCode != 200 || ssecheck.Check(b) != nil {
+				t.Errorf("a stream failed: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	var served []int64
+	busy := 0
+	for _, b := range backends {
+		served = append(served, b.served.Load())
+		if b.served.Load() > 0 {
+			busy++
+		}
+	}
+	if busy != 1 || len(p.bal.Counters().Moves) != 0 {
+		t.Errorf("12 streams of one session served %v, moves %v; want all at its home, no move", served, p.bal.Counters().Moves)
+	}
 }
 
 // maxParallelProxy is the proxy with one alias, coder, on backend b with

@@ -56,6 +56,9 @@ type Options struct {
 	// SearchDelay is how long a search for "stub-slow" waits (search.go);
 	// 0: a minute.
 	SearchDelay time.Duration
+	// GPU, with Slots set, answers Chat Completions as a model of a GPU
+	// server (gpu.go); its request bodies are not recorded.
+	GPU GPU
 }
 
 // Request is one request the backend received.
@@ -79,6 +82,8 @@ type Server struct {
 	requests []Request
 	loaded   int       // answer requests that were told "Loading model" under LoadingRequests
 	warmAt   time.Time // when the cold start ends; zero until the first request
+
+	gpu *gpuModel // nil unless Options.GPU.Slots
 }
 
 // New returns a stub backend that starts now.
@@ -90,7 +95,13 @@ func New(opts Options) *Server {
 		opts.Model = "stub-model"
 	}
 	s := &Server{opts: opts, started: time.Now(), mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	chat := s.chatCompletions
+	if opts.GPU.Slots > 0 {
+		s.gpu = newGPU(opts.GPU, opts.Model)
+		chat = s.gpuChat
+		s.gpuRoutes()
+	}
+	s.mux.HandleFunc("POST /v1/chat/completions", chat)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	s.mux.HandleFunc("GET /_stub/requests", s.listRequests)
@@ -136,7 +147,7 @@ func (s *Server) record(r *http.Request, body []byte) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Time: time.Now()}
-	if json.Valid(body) {
+	if s.gpu == nil && json.Valid(body) {
 		rec.Body = json.RawMessage(body)
 	}
 	s.requests = append(s.requests, rec)

@@ -185,6 +185,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	// and is asked again every router_settings.health_check_interval.
 	go srv.RunDiscovery(ctx, cfg.Router.HealthCheckInterval)
 	go bal.Run(ctx)
+	go bal.RunLoad(ctx, srv.ServerOf) // each server's own load (router_settings.load_poll_interval)
 
 	select {
 	case err := <-served:

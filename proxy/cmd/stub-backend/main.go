@@ -39,6 +39,11 @@ func main() {
 	flag.BoolVar(&opts.StrictModel, "strict-model", false, "answer 404 to a model other than --model, as vLLM does")
 	flag.BoolVar(&opts.NoTools, "no-tools", false, "a model that never calls tools")
 	flag.StringVar(&opts.TextCalls, "text-calls", "", "a model that writes its tool calls as text in its content: hermes (<tool_call>{…}</tool_call>) or qwen3_coder (<function=…> without the <tool_call> wrapper)")
+	flag.IntVar(&opts.GPU.Slots, "gpu-slots", 0, "model a GPU server with this many slots (a prefix cache, prefill time by uncached tokens, vLLM's /metrics); 0: off")
+	flag.IntVar(&opts.GPU.CacheTokens, "gpu-cache-tokens", 262144, "with --gpu-slots: the prefix cache's size in tokens")
+	flag.DurationVar(&opts.GPU.PrefillPerToken, "gpu-prefill-per-token", 2*time.Microsecond, "with --gpu-slots: time to compute one prompt token")
+	flag.DurationVar(&opts.GPU.DecodePerToken, "gpu-decode-per-token", 200*time.Microsecond, "with --gpu-slots: time to decode one answer token")
+	flag.IntVar(&opts.GPU.OutputTokens, "gpu-output-tokens", 64, "with --gpu-slots: answer tokens when the request says none (gpu:reply=N)")
 	flag.StringVar(&opts.Protocol, "protocol", stub.ProtocolChat, "chat: Chat Completions only; messages: also the Messages format at /v1/messages (for vendora/ routes)")
 	flag.Parse()
 	if opts.Protocol != stub.ProtocolChat && opts.Protocol != stub.ProtocolMessages {

@@ -82,6 +82,9 @@ func run(args []string) int {
 	abParams := fs.String("ab-params", "", "with --ab: proxy_params lines (comma-separated) added to every route of the B Dragoman, e.g. \"tool_calls_in_text: off\" (tools/cmd/bench/textcalls.go)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
 	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
+	sessionsRun := fs.Bool("sessions", true, "after the table, the sessions scenario (issue 42): coding sessions through a pool of 4 GPU stubs behind 1 and 3 replicas, for each routing_strategy")
+	sessionsOnly := fs.Bool("sessions-only", false, "run only the sessions scenario (printed, not written)")
+	sessionsFilter := fs.String("sessions-runs", "", "with --sessions-only: only the runs whose \"workload routing replicas\" holds this text, e.g. \"48×10 session-affinity\"")
 	memOnly := fs.Bool("mem-only", false, "run only the memory phase (idle, then 256 concurrent 54 KB streams through fresh processes); prints, writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -196,6 +199,9 @@ func run(args []string) int {
 		}
 		return 0
 	}
+	if *sessionsOnly {
+		return r.printSessions(*quick, *sessionsFilter)
+	}
 	if *poolOnly {
 		p, err := r.poolCompare()
 		if err != nil {
@@ -208,6 +214,11 @@ func run(args []string) int {
 	if !*curvesOnly {
 		if code := r.table(*quick, *out, *poolRun); code != 0 {
 			return code
+		}
+		if *sessionsRun {
+			if code := r.printSessions(*quick, ""); code != 0 {
+				return code
+			}
 		}
 	}
 	if len(which) == 0 {
@@ -247,6 +258,17 @@ func run(args []string) int {
 	}
 	fmt.Print(text)
 	fmt.Printf("\ncurves written to %s (plots next to it)\n", *out)
+	return 0
+}
+
+// printSessions runs the sessions scenario and prints its table and goals.
+func (r *runner) printSessions(quick bool, filter string) int {
+	res, err := r.sessions(quick, filter)
+	if err != nil {
+		warnf("sessions: %v", err)
+		return 1
+	}
+	fmt.Print("\n" + res.text() + "\n" + goalTable("target (issue 42)", res.goals()))
 	return 0
 }
 
