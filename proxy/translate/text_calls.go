@@ -354,8 +354,8 @@ func eventsAre(evs []textcall.Event, text string) bool {
 
 // quickSpots finds the content of a chunk the way most chunks of a text
 // answer are written, in one pass over its strings, without decoding it:
-// one choice, its content (if any) a string without escapes, its
-// finish_reason null or such a string, no tool_calls, no member named
+// one choice, its content (if any) a string, its finish_reason null or
+// a string without escapes, no tool_calls, no member named
 // twice. ok is false for any other chunk, which chunkSpots reads.
 func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 	sp.cStart, sp.fStart = -1, -1
@@ -404,14 +404,24 @@ func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 			}
 			at := len(obj) - len(v)
 			vEnd, vEscaped := stringEnd(obj, at)
-			if v[0] != '"' || vEnd < 0 || vEscaped || escaped {
+			if v[0] != '"' || vEnd < 0 || escaped || vEscaped && name[0] != 'c' {
 				return sp, false
 			}
 			if name[0] == 'c' {
-				if contents++; contents > 1 || !utf8.Valid(obj[at+1:vEnd]) {
+				if contents++; contents > 1 {
 					return sp, false
 				}
-				sp.cStart, sp.cEnd, sp.content = at, vEnd+1, string(obj[at+1:vEnd])
+				sp.cStart, sp.cEnd = at, vEnd+1
+				switch {
+				case vEscaped: // "\n" and the like: the string alone decoded
+					if json.Unmarshal(obj[at:vEnd+1], &sp.content, jsontext.AllowInvalidUTF8(true)) != nil {
+						return sp, false
+					}
+				case utf8.Valid(obj[at+1 : vEnd]):
+					sp.content = string(obj[at+1 : vEnd])
+				default:
+					return sp, false
+				}
 			} else {
 				if finishes++; finishes > 1 {
 					return sp, false
