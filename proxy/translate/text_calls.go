@@ -431,7 +431,13 @@ func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 			i = vEnd + 1
 		}
 	}
-	return sp, index == 1 || sp.cStart < 0 && sp.fStart < 0
+	ok = index == 1 || sp.cStart < 0 && sp.fStart < 0
+	if ok && (sp.cStart >= 0 || sp.fStart >= 0) {
+		// A line that is not JSON passes as it came (translators leave it
+		// out): its "content" is no answer text.
+		ok = jsontext.Value(obj).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	}
+	return sp, ok
 }
 
 // nesting is the change of bracket depth over bytes outside strings.
@@ -780,6 +786,12 @@ type blockEvent struct {
 // handle takes one whole event (its lines, then the blank line's ending).
 func (f *MessagesTextCalls) handle(dst, ev, ending []byte) []byte {
 	data := eventData(ev)
+	if f.sc != nil && bytes.Equal(f.name, contentBlockDeltaName) {
+		if index, text, ok := quickTextDelta(data); ok && index == f.textIdx {
+			f.evs = f.sc.Feed(f.evs[:0], text)
+			return f.appendEvents(dst, f.evs)
+		}
+	}
 	var be blockEvent
 	if data == nil || json.Unmarshal(data, &be, decodeOpts) != nil {
 		return append(append(dst, ev...), ending...)
@@ -816,6 +828,77 @@ func (f *MessagesTextCalls) handle(dst, ev, ending []byte) []byte {
 		dst = f.endText(dst)
 	}
 	return append(append(dst, ev...), ending...)
+}
+
+var contentBlockDeltaName = []byte(messages.EventContentBlockDelta)
+
+// quickTextDelta reads a text_delta event the way servers write it, in
+// one pass over its strings without decoding the event: its index and
+// text. ok is false for any other event, which handle decodes.
+func quickTextDelta(obj []byte) (index int, text string, ok bool) {
+	depth, index := 0, -1
+	var textDelta, haveText, inDelta bool
+	i := 0
+	for i < len(obj) {
+		q := bytes.IndexByte(obj[i:], '"')
+		if q < 0 {
+			break
+		}
+		start := i + q
+		depth += nesting(obj[i:start])
+		end, escaped := stringEnd(obj, start)
+		if end < 0 || escaped {
+			return 0, "", false
+		}
+		i = end + 1
+		v, isKey := memberValue(obj, i)
+		if !isKey {
+			continue
+		}
+		name := string(obj[start+1 : end])
+		if depth == 1 {
+			inDelta = name == "delta"
+		} else if !inDelta {
+			return 0, "", false
+		}
+		switch {
+		case depth == 1 && name == "index":
+			n := 0
+			for n < len(v) && v[n] >= '0' && v[n] <= '9' {
+				n++
+			}
+			if n == 0 || n > 6 || n < len(v) && (v[n] == '.' || v[n] == 'e' || v[n] == 'E') {
+				return 0, "", false
+			}
+			index, _ = strconv.Atoi(string(v[:n]))
+		case depth == 2 && name == "type":
+			if !bytes.HasPrefix(v, []byte(`"text_delta"`)) {
+				return 0, "", false
+			}
+			textDelta = true
+			i = len(obj) - len(v) + len(`"text_delta"`)
+		case depth == 2 && name == "text":
+			at := len(obj) - len(v)
+			vEnd, vEscaped := stringEnd(obj, at)
+			if v[0] != '"' || vEnd < 0 || haveText {
+				return 0, "", false
+			}
+			haveText = true
+			if vEscaped || !utf8.Valid(obj[at+1:vEnd]) {
+				if json.Unmarshal(obj[at:vEnd+1], &text, jsontext.AllowInvalidUTF8(true)) != nil {
+					return 0, "", false
+				}
+			} else {
+				text = string(obj[at+1 : vEnd])
+			}
+			i = vEnd + 1
+		case depth == 2:
+			return 0, "", false // a delta member other than type and text
+		}
+	}
+	depth += nesting(obj[min(i, len(obj)):])
+	ok = textDelta && haveText && index >= 0 && depth == 0 && jsontext.Value(obj).IsValid(decodeOpts) // as handle decodes it
+	return index, text, ok
 }
 
 // eventData returns the data of an event's first data line.

@@ -361,9 +361,6 @@ func FuzzQuickSpots(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, chunk string) {
-		if !jsontext.Value(chunk).IsValid() {
-			return // not a chunk: the translators after the filter leave it out
-		}
 		q, ok := quickSpots([]byte(chunk))
 		if !ok {
 			return
@@ -377,6 +374,32 @@ func FuzzQuickSpots(f *testing.F) {
 		}
 		if q.cStart != d.cStart || q.cEnd != d.cEnd || q.content != d.content || q.fStart != d.fStart || q.fEnd != d.fEnd || q.finish != d.finish {
 			t.Fatalf("%q:\nquick  %+v\ndecode %+v", chunk, q, d)
+		}
+	})
+}
+
+// FuzzQuickTextDelta: where the fast reading of a Messages event finds a
+// text_delta, decoding the event finds the same index and text.
+func FuzzQuickTextDelta(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi <"}}`,
+		`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a\n\"b\""}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"text":"x","type":"text_delta"}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		index, text, ok := quickTextDelta([]byte(data))
+		if !ok {
+			return
+		}
+		var be blockEvent
+		if !jsontext.Value(data).IsValid() || json.Unmarshal([]byte(data), &be, decodeOpts) != nil {
+			t.Fatalf("quickTextDelta read %q, which is not an event", data)
+		}
+		if be.Delta == nil || be.Delta.Type != "text_delta" || be.Index != index || be.Delta.Text != text {
+			t.Fatalf("%q: quick %d %q, decoded %+v %+v", data, index, text, be, be.Delta)
 		}
 	})
 }
