@@ -3,6 +3,7 @@ module github.com/dragoman-dev/dragoman/tools
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/dragoman-dev/dragoman/proxy v0.0.0
 	github.com/tsenart/vegeta/v12 v12.12.0
 	gonum.org/v1/plot v0.17.0

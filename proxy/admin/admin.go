@@ -14,14 +14,17 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 )
 
@@ -32,6 +35,9 @@ type Options struct {
 	// Backends reads each backend's live state (balance.Balancer.Snapshot).
 	Backends func() []balance.Status
 	Logger   *slog.Logger
+	// Limiter slows the guessing of the master key at the login and the
+	// API (shared with the proxy's API); nil: one of the admin's own.
+	Limiter *authlimit.Limiter
 }
 
 // Admin is the /admin handler.
@@ -40,6 +46,7 @@ type Admin struct {
 	masters  [][]byte
 	backends func() []balance.Status
 	log      *slog.Logger
+	limiter  *authlimit.Limiter
 
 	mu       sync.Mutex
 	sessions map[string]session
@@ -58,7 +65,10 @@ const sessionLife = 12 * time.Hour
 
 // New returns the /admin handler.
 func New(o Options) *Admin {
-	a := &Admin{gate: o.Gate, backends: o.Backends, log: o.Logger, sessions: map[string]session{}}
+	a := &Admin{gate: o.Gate, backends: o.Backends, log: o.Logger, limiter: o.Limiter, sessions: map[string]session{}}
+	if a.limiter == nil {
+		a.limiter = authlimit.New(nil)
+	}
 	for _, k := range o.MasterKeys {
 		if k != "" {
 			a.masters = append(a.masters, []byte(k))
@@ -176,12 +186,22 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a form of another site: refused", http.StatusForbidden)
 		return
 	}
+	addr := authlimit.Addr(r)
+	if wait, ok := a.limiter.Allow(addr); !ok {
+		a.log.Warn("admin: login throttled: too many wrong keys from this address", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		w.WriteHeader(http.StatusTooManyRequests)
+		a.render(w, "login", loginView{Error: fmt.Sprintf("Too many wrong keys from this address: try again in %d seconds.", int(wait/time.Second))})
+		return
+	}
 	if err := r.ParseForm(); err != nil || !a.isMaster(r.PostForm.Get("key")) {
+		a.limiter.Failed(addr)
 		a.log.Warn("admin: login refused", "remote", r.RemoteAddr)
 		w.WriteHeader(http.StatusUnauthorized)
 		a.render(w, "login", loginView{Error: "That is not the proxy's master key."})
 		return
 	}
+	a.limiter.Succeeded(addr)
 	id := randomToken()
 	now := time.Now()
 	a.mu.Lock()

@@ -2,13 +2,16 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 )
 
@@ -55,11 +58,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // api serves /admin/api/keys with the master key as bearer.
 func (a *Admin) api(w http.ResponseWriter, r *http.Request) {
+	addr := authlimit.Addr(r)
+	if wait, ok := a.limiter.Allow(addr); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		apiError(w, http.StatusTooManyRequests, "rate_limit_error", fmt.Sprintf("too many wrong keys from this address (%d within a minute): retry in %d seconds", authlimit.MaxFailures, int(wait/time.Second)))
+		return
+	}
 	if !a.bearerIsMaster(r) {
+		a.limiter.Failed(addr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dragoman admin"`)
 		apiError(w, http.StatusUnauthorized, "authentication_error", "the admin API needs the proxy's master key: send Authorization: Bearer <general_settings.master_key>")
 		return
 	}
+	a.limiter.Succeeded(addr)
 	name, _ := strings.CutPrefix(r.URL.Path, "/admin/api/keys")
 	name = strings.TrimPrefix(name, "/")
 	switch {

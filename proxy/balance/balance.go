@@ -309,6 +309,9 @@ func New(cfg *config.Config, opts Options) *Balancer {
 		if b.Name == "" {
 			b.Name = defaultName(b.APIBase, b.Model)
 		}
+	}
+	uniqueNames(bl.backends)
+	for _, b := range bl.backends {
 		b.seed = hashString(b.Name)
 	}
 	for _, f := range cfg.Router.Fallbacks {
@@ -322,6 +325,8 @@ func New(cfg *config.Config, opts Options) *Balancer {
 	return bl
 }
 
+// defaultName is a backend's name when the config gives none: the host
+// of its api_base (never its credentials) and its model.
 func defaultName(apiBase, model string) string {
 	host := apiBase
 	if u, err := url.Parse(apiBase); err == nil && u.Host != "" {
@@ -809,9 +814,9 @@ func (bl *Balancer) Snapshot() []Status {
 	for i, b := range bl.backends {
 		bl.usable(b) // brings a backend whose cooldown ended back first
 		s := Status{
-			Name: b.Name, Aliases: slices.Clone(b.aliases), APIBase: b.APIBase, Model: b.Model,
+			Name: b.Name, Aliases: slices.Clone(b.aliases), APIBase: config.RedactedURL(b.APIBase), Model: b.Model,
 			State: b.state.String(), InFlight: b.inflight, Queued: len(b.queue), QueuedByKind: queuedByKind(b.queue), MaxParallelRequests: b.maxParallel,
-			ConsecutiveFailures: b.fails, LastError: b.lastErr, Requests: b.requests, Failures: b.failures, Load: loadStatus(b),
+			ConsecutiveFailures: b.fails, LastError: config.ScrubCredentials(b.lastErr, b.APIBase), Requests: b.requests, Failures: b.failures, Load: loadStatus(b),
 		}
 		if b.state != Healthy {
 			s.CoolingUntil = timePtr(b.coolUntil)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/tick"
 	"github.com/dragoman-dev/dragoman/proxy/serverload"
 )
@@ -103,7 +104,7 @@ type LoadStatus struct {
 
 // loadStatus is b's LoadStatus; mu is held.
 func loadStatus(b *Backend) LoadStatus {
-	s := LoadStatus{Source: serverload.SourceProxy, Running: b.inflight, Waiting: len(b.queue), Load: b.load(), Full: b.full(), Error: b.srv.err}
+	s := LoadStatus{Source: serverload.SourceProxy, Running: b.inflight, Waiting: len(b.queue), Load: b.load(), Full: b.full(), Error: config.ScrubCredentials(b.srv.err, b.APIBase)}
 	if b.srv.ok {
 		s.Source, s.Running, s.Waiting, s.Slots = b.srv.Source, b.srv.Running, b.srv.Waiting, b.srv.Slots
 		if b.srv.KVUsage >= 0 {

@@ -72,6 +72,11 @@ type Config struct {
 	Routes      []Route
 	PassThrough bool   // general_settings.enable_vendora_pass_through
 	MasterKey   string // general_settings.master_key, resolved; may be empty
+	// CompactionKeys are general_settings.compaction_key, resolved (one
+	// secret, or a list: the first seals remote-compaction summaries, all
+	// open them); none: the summaries are sealed with a key derived from
+	// the master key (package compaction).
+	CompactionKeys []string
 	// DatabaseURL is general_settings.database_url, resolved: the store of
 	// per-user keys and usage (package keys); empty: the master key only.
 	DatabaseURL string
@@ -256,7 +261,7 @@ var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
 	entryKeys    = []string{"model_name", ParamsKey, LiteLLMParamsKey}
 	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback", textCallsKeys[0], textCallsKeys[1]}
-	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days"}
+	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days", "compaction_key"}
 	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "load_poll_interval", "fallbacks", "background_models", "long_context_tokens", "routes"}
 )
 
@@ -579,6 +584,13 @@ func (p *parser) settings(n *yaml.Node, cfg *Config) error {
 			return err
 		}
 		cfg.MasterKey = key
+	}
+	if v, ok := fields["compaction_key"]; ok {
+		keys, err := p.compactionKeys(v)
+		if err != nil {
+			return err
+		}
+		cfg.CompactionKeys = keys
 	}
 	if v, ok := fields["database_url"]; ok {
 		url, err := p.secret(v, "general_settings.database_url")

@@ -61,7 +61,7 @@ func webSearchCheck(ctx context.Context, cfg *config.Config, timeout time.Durati
 		if s.Provider == websearch.SearXNG {
 			fix = "check search_settings.api_base; a SearXNG instance answers 403 to format=json unless its settings.yml lists json under search.formats"
 		}
-		return Result{Check: CheckWebSearch, Status: Fail, Detail: fmt.Sprintf("on (%s at %s), but a probe search failed: %v", s.Provider, s.APIBase, err), Fix: fix}
+		return Result{Check: CheckWebSearch, Status: Fail, Detail: config.ScrubCredentials(fmt.Sprintf("on (%s at %s), but a probe search failed: %v", s.Provider, config.RedactedURL(s.APIBase), err), s.APIBase), Fix: fix}
 	}
-	return Result{Check: CheckWebSearch, Status: OK, Detail: fmt.Sprintf("on: %s at %s answered a probe search with %d result(s) in %v", s.Provider, s.APIBase, len(results), time.Since(start).Round(time.Millisecond))}
+	return Result{Check: CheckWebSearch, Status: OK, Detail: fmt.Sprintf("on: %s at %s answered a probe search with %d result(s) in %v", s.Provider, config.RedactedURL(s.APIBase), len(results), time.Since(start).Round(time.Millisecond))}
 }

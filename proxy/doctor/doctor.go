@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 			continue
 		}
 		index[key] = len(rep.Backends)
-		rep.Backends = append(rep.Backends, Backend{Aliases: []string{r.Alias}, APIBase: r.APIBase, Model: r.BackendModel})
+		rep.Backends = append(rep.Backends, Backend{Aliases: []string{r.Alias}, APIBase: config.RedactedURL(r.APIBase), Model: r.BackendModel})
 		routes = append(routes, r)
 	}
 	var wg sync.WaitGroup
@@ -170,8 +170,11 @@ type checker struct {
 	results       []Result
 }
 
+// add reports a check's result, without the credentials the backend's
+// api_base may hold (http://user:pass@host/v1): never in the report.
 func (c *checker) add(check string, s Status, detail, fix string) {
-	c.results = append(c.results, Result{Check: check, Status: s, Detail: detail, Fix: fix})
+	c.results = append(c.results, Result{Check: check, Status: s,
+		Detail: config.ScrubCredentials(detail, c.route.APIBase), Fix: config.ScrubCredentials(fix, c.route.APIBase)})
 }
 
 // redact removes the backend's key from what the backend said: a backend

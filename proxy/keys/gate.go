@@ -177,26 +177,58 @@ func (g *Gate) Authenticate(text string) (*Key, error) {
 }
 
 // Admit decides whether k may make a request for a model now (models: the
-// model_name it routes to and the model the client sent), and counts it.
+// model_name it routes to and the model the client sent), and counts it,
+// reserving no tokens (Reserve).
 func (g *Gate) Admit(ctx context.Context, k *Key, models ...string) error {
+	_, err := g.Reserve(ctx, k, 0, models...)
+	return err
+}
+
+// Allow says whether k may use a model (models: the model_name it routes
+// to and the model the client sent): a *Refusal (Forbidden) when not.
+func (g *Gate) Allow(k *Key, models ...string) error {
 	if !k.Allows(models...) {
 		return &Refusal{Reason: Forbidden, Message: fmt.Sprintf("key %q may not use model %q: it may use %v", k.Name, models[len(models)-1], k.Models)}
 	}
-	if k.RPM == 0 && k.TPM == 0 && k.BudgetTokens == 0 {
-		return nil
-	}
-	return g.lim.admit(ctx, k, g.now())
+	return nil
 }
 
-// Record takes what a request made with k used; it is written with the
-// next batch, off the request's path.
+// Reserve decides whether k may make a request for a model now, and
+// counts it: the request reserves tokens (its estimated prompt and its
+// max_tokens) against the key's tpm and budget, and is refused
+// (*Refusal) when they do not fit what is left. Give the reservation to
+// Record with the request's usage when it ends, whatever its end: the
+// reservation becomes the real usage (nothing, for a request that
+// failed). nil without a tpm or a budget. An error wrapping
+// ErrUnreachable says the store (Postgres) did not answer.
+func (g *Gate) Reserve(ctx context.Context, k *Key, tokens int64, models ...string) (*Reservation, error) {
+	if err := g.Allow(k, models...); err != nil {
+		return nil, err
+	}
+	if k.RPM == 0 && k.TPM == 0 && k.BudgetTokens == 0 {
+		return nil, nil
+	}
+	res, err := g.lim.reserve(ctx, k, max(tokens, 0), g.now())
+	if res != nil && k.TPM == 0 && k.BudgetTokens == 0 {
+		res = nil // rpm only: nothing to settle
+	}
+	return res, err
+}
+
+// Record takes what a request made with k used, and settles its
+// reservation (r.Reserved); it is written with the next batch, off the
+// request's path.
 func (g *Gate) Record(k *Key, r Record) {
-	r.Key, r.budgetPeriod, r.limited = k.Name, k.BudgetPeriod, k.TPM > 0 || k.BudgetTokens > 0
+	r.Key, r.budgetPeriod, r.tpm = k.Name, k.BudgetPeriod, k.TPM > 0
+	r.limited = k.TPM > 0 || k.BudgetTokens > 0
+	if k.BudgetTokens == 0 {
+		r.budgetPeriod = 0
+	}
 	if r.At.IsZero() {
 		r.At = g.now()
 	}
 	if r.limited {
-		g.lim.spend(&r, g.now())
+		g.lim.settle(&r, g.now())
 	}
 	g.mu.Lock()
 	g.pending = append(g.pending, r)

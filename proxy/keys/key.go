@@ -69,6 +69,10 @@ const Prefix = "sk-dm-"
 // (master) key: no key may take it.
 const ReservedName = "master"
 
+// UnknownName is the key label the metrics give a request whose key was
+// refused (or that sent none): no key may take it.
+const UnknownName = "unknown"
+
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // maxBudgetPeriod is the longest budget period (the limit windows older
@@ -87,6 +91,8 @@ func (sp Spec) validate() error {
 		return fmt.Errorf("key name %q: use 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", sp.Name)
 	case sp.Name == ReservedName:
 		return fmt.Errorf("key name %q is the proxy's own key's in the metrics and usage: choose another", ReservedName)
+	case sp.Name == UnknownName:
+		return fmt.Errorf("key name %q is the metrics' name for a request whose key was refused: choose another", UnknownName)
 	case sp.RPM < 0 || sp.TPM < 0 || sp.BudgetTokens < 0:
 		return errors.New("rpm, tpm and budget_tokens must be 0 (no limit) or positive")
 	case sp.BudgetTokens > 0 && sp.BudgetPeriod <= 0:

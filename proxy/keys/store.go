@@ -45,6 +45,7 @@ func (d Dialect) String() string {
 type Store struct {
 	db      *sql.DB
 	dialect Dialect
+	url     string // the database_url, to keep its password out of errors
 }
 
 // Open opens the database a database_url names, creating an SQLite file
@@ -53,7 +54,7 @@ type Store struct {
 //
 //	sqlite:///data/dragoman.db   (an absolute path)
 //	sqlite://dragoman.db         (relative to the working directory)
-//	postgres://user:pass@host:5432/db?sslmode=disable
+//	postgres://user:pass@host:5432/db?sslmode=verify-full
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	s, err := openOnly(ctx, databaseURL)
 	if err != nil {
@@ -91,7 +92,7 @@ func openOnly(ctx context.Context, databaseURL string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("database_url: cannot reach the %s database: %v. Check general_settings.database_url (the server, its port, the user and password)", dialect, redactURL(err.Error(), databaseURL))
 	}
-	return &Store{db: db, dialect: dialect}, nil
+	return &Store{db: db, dialect: dialect, url: databaseURL}, nil
 }
 
 // parseURL reads a database_url into a driver's data source name.
@@ -136,6 +137,13 @@ func redactURL(msg, raw string) string {
 		msg = strings.ReplaceAll(msg, p, "[redacted]")
 	}
 	return msg
+}
+
+// unreachable is the error of a request whose limits the database did
+// not count: ErrUnreachable, with what was done and the driver's text
+// (without the password) for the log.
+func (s *Store) unreachable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %s", ErrUnreachable, what, redactURL(err.Error(), s.url))
 }
 
 // Dialect is the kind of database the store is in.

@@ -16,8 +16,12 @@ type Record struct {
 	Estimated             bool // no usage from the backend: the counts are the proxy's estimate
 	Duration              time.Duration
 	Status                int
+	// Reserved is what Gate.Reserve reserved for the request (nil: none):
+	// the record's tokens take its place.
+	Reserved *Reservation
 
-	budgetPeriod time.Duration // the key's, for its budget window
+	budgetPeriod time.Duration // the key's budget period (0: no budget), for its budget window
+	tpm          bool          // the key has a tpm: its tokens are counted in the minute window
 	limited      bool          // the key has a tpm or a budget: its tokens are counted in the windows
 }
 
@@ -55,7 +59,7 @@ func (s *Store) insertUsage(ctx context.Context, recs []Record, now time.Time) e
 		}
 	}
 	if s.dialect == Postgres {
-		if err := s.spendShared(ctx, tx, recs, now); err != nil {
+		if err := s.settleShared(ctx, tx, recs, now); err != nil {
 			return err
 		}
 	}

@@ -86,6 +86,7 @@ func TestExpositionLint(t *testing.T) {
 	m.SessionMoved("a", "down")
 	m.QueueWait("b", time.Millisecond)
 	m.TextToolCall("a", textcall.Hermes)
+	m.AuthThrottled()
 	w := NewWarmer([]string{"model"})
 	w.Observe("model", WarmOK, time.Second)
 	var text bytes.Buffer

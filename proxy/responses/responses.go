@@ -117,6 +117,9 @@ type Item struct {
 	Input     jsontext.Value `json:"input"`     // custom_tool_call
 	Output    Content        `json:"output"`    // *_output: a string or parts
 	Summary   []Part         `json:"summary"`   // reasoning
+	// Encrypted is encrypted_content (reasoning, compaction): a string
+	// kept quoted.
+	Encrypted jsontext.Value `json:"encrypted_content"`
 }
 
 // Part is a content part: input_text, output_text, input_image, refusal,
@@ -163,6 +166,12 @@ const (
 	ItemCustomToolCall       = "custom_tool_call"
 	ItemCustomToolCallOutput = "custom_tool_call_output"
 	ItemReasoning            = "reasoning"
+	// ItemCompaction holds a summary of the conversation before it, sealed
+	// in encrypted_content (remote compaction); ItemCompactionTrigger, last
+	// in input, asks for one.
+	ItemCompaction        = "compaction"
+	ItemCompactionTrigger = "compaction_trigger"
+	ItemWebSearchCall     = "web_search_call"
 )
 
 // Response statuses and incomplete reasons.

@@ -74,7 +74,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 		p := streamProblem(err, route)
 		noteError(w, p.kind)
 		w.Write([]byte("data: " + string(chatErrorBody(p)) + "\n\n"))
-		s.log.Warn("chat stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+		s.log.Warn("chat stream ended early", "model", route.alias, "err", route.scrub(err.Error()))
 	}
 }
 
@@ -101,12 +101,12 @@ func (s *Server) chatBackendError(w http.ResponseWriter, r *http.Request, err er
 	}
 	if ue.Kind == upstream.Status {
 		if p, ok := overflowProblem(ue.Status, ue.Body, route.window); ok {
-			s.log.Info("context overflow", "model", route.alias, "backend", scrub(backendText(ue.Body), route.apiKey))
+			s.log.Info("context overflow", "model", route.alias, "backend", route.scrub(backendText(ue.Body)))
 			chatFormat.write(w, p)
 			return
 		}
 		noteError(w, backendProblem(ue, route).kind)
-		body := []byte(scrub(string(ue.Body), route.apiKey))
+		body := []byte(route.scrub(string(ue.Body)))
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(ue.Status)
@@ -127,7 +127,7 @@ func streamProblem(err error, route routeInfo) problem {
 		if o, ok := overflow.DetectText(be.Message); ok {
 			return newOverflowProblem(o, route.window)
 		}
-		return problemf(badGateway, "backend error mid-stream: %s", scrub(be.Message, route.apiKey))
+		return problemf(badGateway, "backend error mid-stream: %s", route.scrub(be.Message))
 	}
-	return problemf(badGateway, "the backend stream broke off: %s", scrub(err.Error(), route.apiKey))
+	return problemf(badGateway, "the backend stream broke off: %s", route.scrub(err.Error()))
 }

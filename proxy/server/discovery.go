@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
 	"github.com/dragoman-dev/dragoman/proxy/internal/tick"
 )
@@ -86,7 +88,7 @@ func (s *Server) Discover(ctx context.Context) {
 			if !seen || !sameInfo(before, info) {
 				level = slog.LevelInfo
 			}
-			s.log.Log(ctx, level, "backend discovered", "api_base", key.apiBase, "model", key.model, "server", info.Server,
+			s.log.Log(ctx, level, "backend discovered", "api_base", config.RedactedURL(key.apiBase), "model", key.model, "server", info.Server,
 				"context_window", info.ContextWindow, "window_source", info.WindowSource, "vision", info.Vision.String())
 		}(r.APIKey)
 	}
@@ -103,12 +105,12 @@ func (s *Server) logProbeError(key backendModel, err error) {
 	var he *discover.HTTPError
 	switch {
 	case errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden):
-		s.log.Warn("backend refused the key: check proxy_params.api_key in "+s.cfg.Path, "api_base", key.apiBase, "status", he.Status)
+		s.log.Warn("backend refused the key: check proxy_params.api_key in "+s.cfg.Path, "api_base", config.RedactedURL(key.apiBase), "status", he.Status)
 	case errors.As(err, &he):
-		s.log.Info("backend answers", "api_base", key.apiBase, "status", he.Status)
+		s.log.Info("backend answers", "api_base", config.RedactedURL(key.apiBase), "status", he.Status)
 	default:
 		s.log.Warn("backend unreachable: start it, or check proxy_params.api_base in "+s.cfg.Path+" (requests to it get 502 until it answers)",
-			"api_base", key.apiBase, "err", errors.Unwrap(err))
+			"api_base", config.RedactedURL(key.apiBase), "err", config.ScrubCredentials(fmt.Sprint(errors.Unwrap(err)), key.apiBase))
 	}
 }
 

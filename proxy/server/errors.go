@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
@@ -52,7 +53,8 @@ const (
 	overloaded // backend 503 after retries
 	badGateway // backend unreachable after retries, or failing
 	timedOut
-	forbidden // the key may not do that (a model it may not use)
+	forbidden   // the key may not do that (a model it may not use)
+	unavailable // the key store is unreachable: the key's limits cannot be counted
 )
 
 // statusOverloaded is the Messages format's status for an overloaded
@@ -78,6 +80,7 @@ var renderings = map[kind]rendering{
 	badGateway:       {502, messages.APIError, 502, chat.ServerError},
 	timedOut:         {504, messages.APIError, 504, chat.TimeoutError},
 	forbidden:        {403, messages.PermissionError, 403, messages.PermissionError},
+	unavailable:      {503, messages.APIError, 503, chat.UnavailableError},
 }
 
 func (f format) write(w http.ResponseWriter, p problem) {
@@ -104,7 +107,7 @@ func (f format) write(w http.ResponseWriter, p problem) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if p.kind == overloaded {
+	if p.kind == overloaded || p.kind == unavailable {
 		h.Set("Retry-After", "5")
 	}
 	if p.retryAfter > 0 {
@@ -133,14 +136,14 @@ func backendProblem(err *upstream.Error, route routeInfo) problem {
 	case upstream.Timeout:
 		return problemf(timedOut, "the backend for model %q did not answer within %s (proxy_params.%s): raise proxy_params.%s in the config, or pre-warm a cold backend with the warmer", route.alias, err.Limit, err.Timeout, err.Timeout)
 	case upstream.Unreachable:
-		return problemf(badGateway, "the backend for model %q at %s is unreachable: %s. Check that it runs and that proxy_params.api_base is right", route.alias, route.apiBase, scrub(err.Err.Error(), route.apiKey))
+		return problemf(badGateway, "the backend for model %q at %s is unreachable: %s. Check that it runs and that proxy_params.api_base is right", route.alias, config.RedactedURL(route.apiBase), route.scrub(err.Err.Error()))
 	case upstream.Canceled:
 		return problemf(invalidRequest, "request cancelled by the client")
 	}
 	if p, ok := overflowProblem(err.Status, err.Body, route.window); ok {
 		return p
 	}
-	text := scrub(backendText(err.Body), route.apiKey)
+	text := route.scrub(backendText(err.Body))
 	switch {
 	case err.Status == http.StatusTooManyRequests:
 		return problemf(rateLimited, "backend rate limit: %s", text)
@@ -241,4 +244,15 @@ func isErrorEvent(line []byte) bool {
 
 func chatErrorBody(p problem) []byte {
 	return chat.MarshalError(renderings[p.kind].chatType, p.message)
+}
+
+// scrub takes the route's secrets out of a text meant for a client or a
+// log: its key, and the credentials its api_base may hold.
+func (r routeInfo) scrub(text string) string {
+	return config.ScrubCredentials(scrub(text, r.apiKey), r.apiBase)
+}
+
+// scrubRoute is routeInfo.scrub for a route of the config.
+func scrubRoute(text string, r config.Route) string {
+	return config.ScrubCredentials(scrub(text, r.APIKey), r.APIBase)
 }

@@ -86,8 +86,11 @@ type exchange struct {
 	// refitted: the request was sent again with a max_tokens that fits
 	// (refit), which is done once.
 	refitted bool
-	obs      *observation // nil when the request is not observed
-	key      *keys.Key    // the request's per-user key; nil: the master key
+	// messagesBody: body is a Messages request (a Messages client's), whose
+	// prompt a backend's tokenizer can count (counted).
+	messagesBody bool
+	obs          *observation // nil when the request is not observed
+	key          *keys.Key    // the request's per-user key; nil: the master key
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -107,7 +110,9 @@ func (x *exchange) resolve(alias string) (translate.Target, error) {
 		x.obs.kind = x.kind()
 	}
 	if x.key != nil {
-		if err := x.s.gate.Admit(x.ctx, x.key, pool, alias); err != nil {
+		// The key's models before a slot is taken; its limits once the
+		// body is translated (reserve), when its tokens are known.
+		if err := x.s.gate.Allow(x.key, pool, alias); err != nil {
 			return translate.Target{}, err
 		}
 	}
@@ -135,7 +140,7 @@ func (x *exchange) done(res balance.Result, err error) {
 	}
 	detail := ""
 	if err != nil {
-		detail = clipMessage(scrub(err.Error(), x.route.apiKey))
+		detail = clipMessage(x.route.scrub(err.Error()))
 	}
 	x.lease.Done(res, detail)
 	x.lease = nil
@@ -267,7 +272,7 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 	if x.native != nil && x.lease != nil && x.route.Protocol == config.ProtocolMessages {
 		return x.inWindow(x.fitted(x.native(body, x.resolve)))
 	}
-	return x.inWindow(x.fitted(x.translate(body, x.resolve)))
+	return x.inWindow(x.counted(x.fitted(x.translate(body, x.resolve))))
 }
 
 func (x *exchange) call() upstream.Call {
@@ -326,6 +331,16 @@ func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, 
 		return nil, false
 	}
 	x.req = req
+	if err := x.reserve(); err != nil {
+		x.done(balance.Abandoned, nil)
+		x.s.logStoreError(err)
+		if r.Context().Err() == nil {
+			f.write(w, requestProblem(err))
+		}
+		bufpool.Put(body)
+		bufpool.Put(req.Body)
+		return nil, false
+	}
 	setAlias(w, x.alias)
 	if x.obs != nil {
 		x.obs.stream, x.obs.maxTokens = req.Stream, req.MaxTokens

@@ -23,11 +23,18 @@ import (
 type vllm2026 struct {
 	window       int
 	streamErrors bool
+	// toolBytes is how many bytes of the tools' JSON its tokenizer makes
+	// one token (0: 3, as the messages').
+	toolBytes int
+	// tokenizer: it serves vLLM's /tokenize (else 404: the proxy then
+	// relies on its estimate and on refit).
+	tokenizer bool
 
-	mu       sync.Mutex
-	asked    []int // max_tokens of each completion request
-	refused  int
-	answered int
+	mu        sync.Mutex
+	asked     []int // max_tokens of each completion request
+	refused   int
+	answered  int
+	tokenized int // /tokenize calls
 }
 
 func newVLLM2026(t *testing.T, window int) (*vllm2026, string) {
@@ -46,13 +53,31 @@ func (v *vllm2026) count(body map[string]any) int {
 	}
 	if tools, ok := body["tools"]; ok {
 		b, _ := json.Marshal(tools)
-		n += len(b) / 3
+		n += len(b) / max(v.toolBytes, 3)
 	}
 	return n
 }
 
 func (v *vllm2026) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/tokenize" && !v.tokenizer {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	if r.URL.Path == "/tokenize" {
+		// vLLM's tokenizer: {"model","prompt"} → {"count"}; it counts
+		// every byte as a message's (tools' JSON too: more than the chat
+		// endpoint counts them, never less).
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		v.mu.Lock()
+		v.tokenized++
+		v.mu.Unlock()
+		fmt.Fprintf(w, `{"count":%d,"max_model_len":%d,"tokens":[]}`, len(req.Prompt)/3, v.window)
+		return
+	}
 	if r.URL.Path == "/v1/models" {
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":"qwen3-coder","object":"model","owned_by":"vllm","max_model_len":%d}]}`, v.window)
 		return
@@ -170,14 +195,7 @@ func TestCompactionAgainstAStrictBackend(t *testing.T) {
 	v, base := newVLLM2026(t, window)
 	h := newHarness(t, harnessOptions{routesYAML: vllmRoutes(base)})
 	h.server.Discover(t.Context())
-	compact, err := os.ReadFile("testdata/compaction-request.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var summary map[string]any
-	if err := json.Unmarshal(compact, &summary); err != nil {
-		t.Fatal(err)
-	}
+	summary := compactionRequest(t)
 	// The conversation: each turn a user message with a long tool result
 	// and the assistant's answer, until the backend counts it at ~16,300
 	// tokens (the proxy estimates ~13,500).
@@ -239,4 +257,19 @@ func TestEstimateCorrectedByTheBackendsCounts(t *testing.T) {
 	if refused != 1 || answered != 4 {
 		t.Errorf("refused %d, answered %d (max_tokens asked %v): want only the first refused", refused, answered, asked)
 	}
+}
+
+// compactionRequest is the compaction summary request Claude Code sends
+// (testdata/compaction-request.json), decoded.
+func compactionRequest(t *testing.T) map[string]any {
+	t.Helper()
+	compact, err := os.ReadFile("testdata/compaction-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal(compact, &summary); err != nil {
+		t.Fatal(err)
+	}
+	return summary
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/internal/logbuf"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
@@ -47,16 +48,18 @@ type harnessOptions struct {
 	settings   string // general_settings body
 	ping       time.Duration
 	backendURL string         // overrides the stub's URL
-	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL
+	routesYAML string         // replaces the default model_list; {base} in it is the stub's URL, {host} its host:port
 	pool       *upstream.Pool // nil: a pool with a 10 ms backoff
 	metrics    bool           // export metrics on GET /metrics (h.metrics)
 	tracer     *tracing.Tracer
 	native     bool // vendora/ routes, to a stub serving the Messages format (unless stub.Protocol says otherwise)
 	gate       *keys.Gate
-	tls        bool // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
+	authLim    *authlimit.Limiter // counts failed authentications per address
+	tls        bool               // the stub served over TLS (httptest.NewTLSServer), its certificate trusted by the pool
 	// search, when set, is the search_settings provider, served by the
 	// stub (searchExtra: more search_settings lines, indented).
 	search, searchExtra string
+	wsIdle              time.Duration // Options.WebSocketIdle
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -82,6 +85,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		base = o.backendURL
 	}
 	routes := strings.ReplaceAll(o.routesYAML, "{base}", base)
+	routes = strings.ReplaceAll(routes, "{host}", strings.TrimPrefix(backend.URL, "http://"))
 	if routes == "" {
 		params := "      model: " + prefix + "qwen3-coder\n      api_base: " + base + "\n      api_key: os.environ/TEST_BACKEND_KEY\n" + o.extraYAML
 		routes = "model_list:\n" +
@@ -114,15 +118,17 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.metrics = metrics.New(metrics.Setup{Version: "test", Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal)})
 	}
 	h.server = server.New(cfg, server.Options{
-		Keys:         []string{clientKey},
-		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PingInterval: o.ping,
-		Pool:         pool,
-		Balancer:     bal,
-		Metrics:      h.metrics,
-		ServeMetrics: o.metrics,
-		Tracer:       o.tracer,
-		Gate:         o.gate,
+		Keys:          []string{clientKey},
+		Logger:        slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PingInterval:  o.ping,
+		Pool:          pool,
+		Balancer:      bal,
+		Metrics:       h.metrics,
+		ServeMetrics:  o.metrics,
+		Tracer:        o.tracer,
+		Gate:          o.gate,
+		AuthLimiter:   o.authLim,
+		WebSocketIdle: o.wsIdle,
 	})
 	h.proxy = httptest.NewServer(h.server)
 	t.Cleanup(h.proxy.Close)

@@ -109,7 +109,9 @@ func TestKeysInEachWireFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		shortLived := createKey(t, g, keys.Spec{Name: "brief", ExpiresIn: time.Hour})
-		thrifty := createKey(t, g, keys.Spec{Name: "thrifty", BudgetTokens: 1, BudgetPeriod: 24 * time.Hour})
+		// A budget a request fits in (each reserves its prompt and its
+		// max_tokens of 32), and the next ones soon do not.
+		thrifty := createKey(t, g, keys.Spec{Name: "thrifty", BudgetTokens: 60, BudgetPeriod: 24 * time.Hour})
 		secrets := []string{alice, revoked, shortLived, thrifty}
 		c.add(2 * time.Hour) // brief has expired
 		for _, w := range wires {
@@ -136,8 +138,8 @@ func TestKeysInEachWireFormat(t *testing.T) {
 			if n, _ := strconv.Atoi(retry); status != 429 || typ != "rate_limit_error" || n < 1 || n > 60 || !strings.Contains(body, "3 of its 3 requests per minute") {
 				t.Errorf("%s over rpm: %d retry-after %q %s %s", w.path, status, retry, typ, body)
 			}
-			// thrifty's budget: one request spends it (the stub's usage is
-			// more than one token), the next is refused until midnight UTC.
+			// thrifty's budget: a request or two spend it, the next is
+			// refused until midnight UTC.
 			if status, _, _, body := call(t, h, w, thrifty, "local-model"); status != 200 && !strings.Contains(body, "budget") {
 				t.Fatalf("%s thrifty: %d %s", w.path, status, body)
 			}

@@ -41,7 +41,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 		s.messagesSearch(w, r, body, tool)
 		return
 	}
-	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages), body)
+	x := s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages)
+	x.messagesBody = true
+	x, ok = s.translateFor(w, r, f, x, body)
 	if !ok {
 		return
 	}
@@ -91,7 +93,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, x *exchange, resp *upstream.R
 	x.noteUsage(w, usage)
 	bufpool.Put(b)
 	if err != nil {
-		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, scrub(err.Error(), x.route.apiKey)))
+		f.write(w, problemf(badGateway, "the backend's answer is not %s: %s", what, x.route.scrub(err.Error())))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -122,7 +124,7 @@ func (s *Server) translatedBackendError(w http.ResponseWriter, r *http.Request, 
 		f.write(w, backendProblem(ue, route))
 		return
 	}
-	f.write(w, problemf(badGateway, "reading the backend's answer: %s", scrub(err.Error(), route.apiKey)))
+	f.write(w, problemf(badGateway, "reading the backend's answer: %s", route.scrub(err.Error())))
 }
 
 type doResult struct {
@@ -206,9 +208,9 @@ func (s *Server) translatedRelay(w http.ResponseWriter, r *http.Request, x *exch
 		p := streamProblem(err, route)
 		var be *translate.BackendError
 		if errors.As(err, &be) {
-			s.log.Warn("backend error mid-stream", "model", route.alias, "err", scrub(be.Message, route.apiKey))
+			s.log.Warn("backend error mid-stream", "model", route.alias, "err", route.scrub(be.Message))
 		} else {
-			s.log.Warn("stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+			s.log.Warn("stream ended early", "model", route.alias, "err", route.scrub(err.Error()))
 		}
 		noteError(w, p.kind)
 		emit(fail(nil, p))
@@ -303,6 +305,14 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, f format) {
 	n, source := 0, "estimate"
 	alias := tc.Model()
 	pool, _, _ := s.poolFor(r.Header, alias, body)
+	if k := keyOf(w); k != nil {
+		// The key's models before any backend is asked (a count is not
+		// counted against its limits).
+		if err := s.gate.Allow(k, pool, alias); err != nil {
+			f.write(w, requestProblem(err))
+			return
+		}
+	}
 	if first, ok := s.bal.Route(pool); ok {
 		setAlias(w, alias)
 		route := s.withDiscovered(newRouteInfo(alias, first))

@@ -106,6 +106,10 @@ func orNull(n int) string {
 // otherwise, with Codex's model catalog beside it.
 func (s *Server) models(w http.ResponseWriter, r *http.Request, f format) {
 	ids := s.modelIDs()
+	if k := keyOf(w); k != nil {
+		// A per-user key sees the models it may use.
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !k.Allows(s.poolOf(id), id) })
+	}
 	w.Header().Set("Content-Type", "application/json")
 	var b strings.Builder
 	if r.Header.Get("Anthropic-Version") == "" {

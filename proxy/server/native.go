@@ -101,7 +101,7 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 	if r.Context().Err() != nil || err == nil {
 		return
 	}
-	s.log.Warn("messages stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+	s.log.Warn("messages stream ended early", "model", route.alias, "err", route.scrub(err.Error()))
 	if ns.BackendErr() == nil {
 		p := streamProblem(err, route)
 		out.emit(ns.Fail(nil, renderings[p.kind].messagesType, p.message))
@@ -183,6 +183,6 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 	if err != nil && r.Context().Err() == nil {
 		p := streamProblem(err, route)
 		w.Write([]byte("data: " + string(chatErrorBody(p)) + "\n\n"))
-		s.log.Warn("chat stream ended early", "model", route.alias, "err", scrub(err.Error(), route.apiKey))
+		s.log.Warn("chat stream ended early", "model", route.alias, "err", route.scrub(err.Error()))
 	}
 }

@@ -30,6 +30,9 @@ type observation struct {
 	usage      *chat.Usage
 	pings      int
 	trace      *tracing.Request
+	// reservation is what the request's per-user key reserved for it
+	// (nil: none); its usage takes its place when it is recorded.
+	reservation *keys.Reservation
 }
 
 // MetricRoutes lists each alias and each backend of its pool, for the
@@ -80,7 +83,7 @@ func endpointOf(path string) string {
 		return metrics.EndpointChat
 	case "/v1/messages/count_tokens":
 		return metrics.EndpointCountTokens
-	case "/v1/responses":
+	case "/v1/responses", "/v1/responses/compact":
 		return metrics.EndpointResponses
 	}
 	return ""
@@ -98,6 +101,7 @@ var errorTypes = map[kind]string{
 	overloaded:       "overloaded",
 	badGateway:       "bad_gateway",
 	timedOut:         "timeout",
+	unavailable:      "key_store_unreachable",
 }
 
 func errorType(k kind) string {
@@ -251,6 +255,9 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 		usage = metrics.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, CacheRead: u.CachedTokens(), Reasoning: u.ReasoningTokens()}
 	}
 	keyName := metrics.MasterKey
+	if !rec.authenticated {
+		keyName = metrics.Unknown // no key accepted: not the master key's request
+	}
 	if rec.key != nil {
 		keyName = rec.key.Name
 		s.recordUsage(rec, r, alias, backend, status, elapsed, usage)
@@ -275,7 +282,7 @@ func (s *Server) report(rec *recorder, r *http.Request) {
 // about four bytes a token of the request's and the answer's bodies.
 func (s *Server) recordUsage(rec *recorder, r *http.Request, alias, backend string, status int, elapsed time.Duration, u metrics.Usage) {
 	k := keys.Record{At: rec.obs.start, Alias: alias, Backend: backend, Kind: rec.obs.endpoint, Status: status, Duration: elapsed,
-		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead)}
+		Input: int64(u.Input), Output: int64(u.Output), Cached: int64(u.CacheRead), Reserved: rec.obs.reservation}
 	if rec.obs.usage == nil && backend != metrics.Unknown && status < 400 {
 		k.Estimated = true
 		k.Input, k.Output = max(r.ContentLength, 0)/4, int64(rec.bytes)/4

@@ -92,6 +92,9 @@ func requestProblem(err error) problem {
 	if errors.As(err, &refused) {
 		return keyProblem(refused)
 	}
+	if errors.Is(err, keys.ErrUnreachable) {
+		return storeProblem
+	}
 	var unknown *unknownAlias
 	if errors.As(err, &unknown) {
 		if unknown.alias == "" {

@@ -18,13 +18,25 @@ import (
 // alias's backend, the answer translated back, streamed or not. A backend
 // that speaks the Messages format (vendora/) is reached through the Chat
 // format, as a Chat client's request to it is: Responses → Chat → Messages,
-// and the answer Messages → Chat → Responses. The proxy is stateless: the
-// client sends the whole conversation every turn.
+// and the answer Messages → Chat → Responses. Over HTTP the proxy is
+// stateless: the client sends the whole conversation every turn (the
+// WebSocket transport, responses_websocket.go, keeps the last turn of its
+// connection). Compaction items are opened, and a compaction_trigger
+// answered, first (responses_compaction.go).
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readBody(w, r, f)
+	body, ok := s.readResponsesBody(w, r, f)
 	if !ok {
 		return
 	}
+	if s.compactOnTrigger(w, r, f, body) {
+		return
+	}
+	s.responsesBody(w, r, f, body)
+}
+
+// responsesBody serves a Responses request whose body has been read (and
+// its compaction items opened).
+func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format, body []byte) {
 	if tool, ok := s.webSearchTool(body, translate.ResponsesWebSearchTool); ok {
 		s.responsesSearch(w, r, body, tool)
 		return

@@ -20,8 +20,10 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/alias"
 	"github.com/dragoman-dev/dragoman/proxy/balance"
+	"github.com/dragoman-dev/dragoman/proxy/compaction"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/discover"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	reqkind "github.com/dragoman-dev/dragoman/proxy/kind"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
@@ -57,6 +59,12 @@ type Options struct {
 	Gate *keys.Gate
 	// Admin serves /admin (the page and its API); nil: not served.
 	Admin http.Handler
+	// AuthLimiter refuses (429) a client address that failed to
+	// authenticate too often (shared with Admin); nil: none.
+	AuthLimiter *authlimit.Limiter
+	// WebSocketIdle closes a Responses WebSocket connection that has had
+	// no request for this long; 0: DefaultWebSocketIdle.
+	WebSocketIdle time.Duration
 }
 
 // Server serves the proxy's endpoints. It is an http.Handler.
@@ -79,6 +87,8 @@ type Server struct {
 	gate    *keys.Gate        // nil: no per-user keys
 	search  *websearch.Client // search_settings; nil: web search off
 
+	authLim *authlimit.Limiter // nil: failed authentications not limited
+
 	tokenizeMu sync.Mutex
 	tokenize   map[string]bool   // a Messages backend's count_tokens URL → served
 	counter    *tokenize.Counter // backends' /tokenize
@@ -91,6 +101,9 @@ type Server struct {
 	// descriptions are the images the vision fallbacks described; nil
 	// when no model_list entry names a proxy_params.vision_fallback.
 	descriptions *vision.Cache
+
+	sealer *compaction.Sealer // seals and opens remote compaction's summaries
+	ws     webSockets         // the Responses WebSocket connections open
 
 	aliasNames []string       // the model_names, each once, in file order
 	aliases    *alias.Matcher // matches a requested model to one of aliasNames
@@ -112,6 +125,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		metrics:  opts.Metrics,
 		tracer:   opts.Tracer,
 		gate:     opts.Gate,
+		authLim:  opts.AuthLimiter,
 	}
 	s.aliasNames = cfg.Aliases()
 	s.kindRules = cfg.Router.KindRules()
@@ -145,12 +159,20 @@ func New(cfg *config.Config, opts Options) *Server {
 			s.keys = append(s.keys, []byte(k))
 		}
 	}
+	var sealedWith string
+	s.sealer, sealedWith = newSealer(cfg.CompactionKeys, s.keys)
+	if sealedWith == "" {
+		s.log.Info("remote compaction: no general_settings.compaction_key and no master key: compaction items open only in this process, until it stops")
+	}
+	s.ws.init(opts.WebSocketIdle)
 	s.mux.HandleFunc("/v1/chat/completions", s.api(chatFormat, http.MethodPost, s.chatCompletions))
 	s.mux.HandleFunc("/chat/completions", s.api(chatFormat, http.MethodPost, s.chatCompletions))
 	s.mux.HandleFunc("/v1/messages", s.api(messagesFormat, http.MethodPost, s.messages))
 	s.mux.HandleFunc("/v1/messages/count_tokens", s.api(messagesFormat, http.MethodPost, s.countTokens))
 	s.mux.HandleFunc("/v1/responses", s.api(responsesFormat, http.MethodPost, s.responses))
 	s.mux.HandleFunc("/responses", s.api(responsesFormat, http.MethodPost, s.responses))
+	s.mux.HandleFunc("/v1/responses/compact", s.api(responsesFormat, http.MethodPost, s.compactEndpoint))
+	s.mux.HandleFunc("/responses/compact", s.api(responsesFormat, http.MethodPost, s.compactEndpoint))
 	s.mux.HandleFunc("/v1/models", s.api(chatFormat, http.MethodGet, s.models))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -171,6 +193,10 @@ func New(cfg *config.Config, opts Options) *Server {
 // ServeHTTP serves a request with a request id, an access log line, and
 // panic recovery.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isResponsesUpgrade(r) {
+		s.responsesWebSocket(w, r) // each response.create comes back here
+		return
+	}
 	id := requestID(r)
 	w.Header().Set("Request-Id", id)
 	rec := &recorder{ResponseWriter: w}
@@ -209,7 +235,10 @@ func requestID(r *http.Request) string {
 // balancer retries a POST that got a 503). Stopping to accept
 // connections, and waiting for the requests in flight, is the caller's
 // (cmd/proxy: http.Server.Shutdown after --drain-delay).
-func (s *Server) Leave() { s.draining.Store(true) }
+func (s *Server) Leave() {
+	s.draining.Store(true)
+	s.ws.leave()
+}
 
 // Active reports the API requests in flight.
 func (s *Server) Active() int64 { return s.active.Load() }
@@ -224,13 +253,16 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 		}
 		s.active.Add(1)
 		defer s.active.Add(-1)
+		if !s.authAllowed(w, r, f) {
+			return
+		}
 		key, p, ok := s.authenticate(r)
 		if !ok {
-			f.write(w, p)
+			s.refuseAuth(w, r, f, p)
 			return
 		}
 		if rec, isRec := w.(*recorder); isRec {
-			rec.key = key
+			rec.key, rec.authenticated = key, true
 		}
 		h(w, r, f)
 	}
@@ -331,11 +363,12 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte(`{"status":"ready"}`))
 }
 
-// backends answers GET /backends: every backend with its state and load.
+// backends answers GET /backends: every backend with its state and load
+// (a per-user key: those of the models it may use).
 func (s *Server) backends(w http.ResponseWriter, _ *http.Request, _ format) {
 	b, err := json.Marshal(struct {
 		Backends []balance.Status `json:"backends"`
-	}{s.bal.Snapshot()})
+	}{visibleBackends(s.bal.Snapshot(), keyOf(w))})
 	if err != nil {
 		chatFormat.write(w, problemf(badGateway, "rendering /backends: %v", err))
 		return
@@ -368,6 +401,9 @@ type recorder struct {
 	alias  string
 	obs    observation
 	key    *keys.Key // the per-user key the request came with; nil: the master key
+	// authenticated: the request's key was accepted (the master key when
+	// key is nil); a request refused before is counted as key "unknown".
+	authenticated bool
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -48,6 +48,21 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// otlpTracer is a tracer that exports to a receiver in the test's process
+// (OTEL_EXPORTER_OTLP_ENDPOINT set to it until the test ends).
+func otlpTracer(t *testing.T) (*otlpReceiver, *tracing.Tracer) {
+	t.Helper()
+	recv := &otlpReceiver{}
+	collectorSrv := httptest.NewServer(recv)
+	t.Cleanup(collectorSrv.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorSrv.URL)
+	tracer, err := tracing.New(context.Background(), os.LookupEnv, "dragoman-test", "test")
+	if err != nil || tracer == nil {
+		t.Fatalf("tracing.New: %v, %v", tracer, err)
+	}
+	return recv, tracer
+}
+
 func attrs(s *trace.Span) map[string]*common.AnyValue {
 	out := map[string]*common.AnyValue{}
 	for _, kv := range s.Attributes {
@@ -61,14 +76,7 @@ func attrs(s *trace.Span) map[string]*common.AnyValue {
 // attributes, exported over OTLP/HTTP, and the backend receives the client
 // span's traceparent. No prompt text is in any span.
 func TestTracingStreamSpans(t *testing.T) {
-	recv := &otlpReceiver{}
-	collectorSrv := httptest.NewServer(recv)
-	defer collectorSrv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorSrv.URL)
-	tracer, err := tracing.New(context.Background(), os.LookupEnv, "dragoman-test", "test")
-	if err != nil || tracer == nil {
-		t.Fatalf("tracing.New: %v, %v", tracer, err)
-	}
+	recv, tracer := otlpTracer(t)
 	h := newHarness(t, harnessOptions{tracer: tracer})
 	const prompt = "the secret plan is in the prompt"
 	resp := h.post("/v1/messages", `{"model":"claude-opus-5-5","max_tokens":77,"stream":true,"messages":[{"role":"user","content":"`+prompt+`"}]}`)

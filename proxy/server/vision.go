@@ -110,14 +110,14 @@ func (s *Server) describe(ctx context.Context, fallback string, img vision.Image
 	}
 	resp, err := s.pool.Do(ctx, upstream.Call{BaseURL: route.APIBase, Path: "/chat/completions", APIKey: route.APIKey, Body: body, Timeout: route.Timeout})
 	if err != nil {
-		lease.Done(backendResult(err), clipMessage(scrub(err.Error(), route.APIKey)))
-		s.log.Warn("the vision fallback could not describe an image: the model gets a placeholder", "fallback", fallback, "error", scrub(err.Error(), route.APIKey))
+		lease.Done(backendResult(err), clipMessage(scrubRoute(err.Error(), route)))
+		s.log.Warn("the vision fallback could not describe an image: the model gets a placeholder", "fallback", fallback, "error", scrubRoute(err.Error(), route))
 		return "", false
 	}
 	answer, err := readResponse(resp)
 	defer bufpool.Put(answer)
 	if err != nil {
-		lease.Done(balance.Failed, clipMessage(scrub(err.Error(), route.APIKey)))
+		lease.Done(balance.Failed, clipMessage(scrubRoute(err.Error(), route)))
 		return "", false
 	}
 	lease.Done(balance.Succeeded, "")

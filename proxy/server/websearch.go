@@ -334,7 +334,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, br translat
 		}
 		out, err := answer(final)
 		if err != nil {
-			front.f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", scrub(err.Error(), l.route.apiKey)))
+			front.f.write(w, problemf(badGateway, "the backend's answer is not a Chat Completions response: %s", l.route.scrub(err.Error())))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -165,6 +165,10 @@ func decide(req *chatRequest) answer {
 	case strings.Contains(last, "stub:parallel") && len(req.Tools) > 0:
 		a.calls = []toolCall{makeCall(req.Tools[0], "call_stub_1"), makeCall(req.Tools[0], "call_stub_2")}
 		a.calls[1].Arguments = strings.Replace(a.calls[1].Arguments, "stub-", "stub2-", -1)
+	case asksForSummary(last):
+		a.text = summaryOf(req)
+	case hasSummary(last):
+		a.text = "Continuing from the summary: " + clip(last[strings.Index(last, summaryMark):], 120)
 	case strings.Contains(last, "stub:shell") && len(req.Tools) > 0 && !hasToolResult(req.Messages):
 		a.calls = []toolCall{shellCall(req, last[strings.Index(last, "stub:shell")+len("stub:shell"):])}
 	case (strings.Contains(last, "stub:tool") || wantsTool(req.ToolChoice)) && len(req.Tools) > 0:

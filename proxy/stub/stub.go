@@ -15,6 +15,7 @@
 //	stub:fixture:NAME    replays backends/NAME from package fixtures verbatim (streams)
 //	stub:error-midstream text, then an error object in the stream
 //	stub:die             text, then the connection is cut
+//	a checkpoint summary request (a compaction prompt): "stub-summary: …"; a conversation that carries one is answered in text, its work not done again
 //	anything else        a short text answer that echoes the user
 //
 // It also answers as the web search providers do (search.go), so that one

@@ -72,7 +72,12 @@ const customInputKey = "input"
 //     namespace__name; hosted tools (web_search, …) are left out and listed
 //     in ResponsesCall.Dropped;
 //   - reasoning items are dropped: local backends do not take prior
-//     reasoning back;
+//     reasoning back (one with encrypted_content, another server's, is
+//     refused); web_search_call items (the proxy's own searches) are left
+//     out and listed in ResponsesCall.Dropped; a compaction item left (the
+//     server opens the proxy's own into their summary), a compaction_trigger
+//     (the server answers one that is last) and any other item type are a
+//     RequestError naming input.N: nothing is dropped without a word;
 //   - tool_choice, parallel_tool_calls, max_output_tokens (→ max_tokens,
 //     clamped), temperature, top_p, reasoning.effort (→ reasoning_effort when
 //     the backend supports it), text.format (→ response_format), stream (→
@@ -172,7 +177,11 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// bytes a token, the JSON around the text included.
 	estimate := (len(chatBody) + 3) / 4
 	if target.SupportsSystemMessage {
-		return BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}, call, nil
+		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
+		if out.maxTokens != nil {
+			breq.MaxTokens = int(min(*out.maxTokens, 1<<31))
+		}
+		return breq, call, nil
 	}
 	// ChatToChat folds system turns into user text for backends without a
 	// system role (and sets the model, clamps max_tokens): one copy of
@@ -455,9 +464,23 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		}
 		b.push(chatTurn{role: "tool", callID: it.CallID, parts: text})
 	case responses.ItemReasoning:
-		// Dropped: a local backend does not take prior reasoning back.
-	default:
+		// Dropped: a local backend does not take prior reasoning back. The
+		// proxy writes no encrypted_content: one is another server's.
+		if len(it.Encrypted) > 0 && it.Encrypted.Kind() != 'n' && string(it.Encrypted) != `""` {
+			return invalidf("input.%d: a reasoning item with encrypted_content the proxy did not write (it writes none): it comes from another server and no backend here can read it; leave it out (or start a new conversation)", i)
+		}
+	case responses.ItemWebSearchCall:
+		// The record of a search the proxy ran (search_settings): its
+		// results reached the model then, and the answer follows.
 		b.call.Dropped = append(b.call.Dropped, "input item "+typ)
+	case responses.ItemCompaction:
+		// The server opens the proxy's own compaction items into their
+		// summary before translating: one left is not the proxy's.
+		return invalidf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i)
+	case responses.ItemCompactionTrigger:
+		return invalidf("input.%d: compaction_trigger must be the last input item", i)
+	default:
+		return invalidf("input.%d.type: unknown input item type %q: the proxy translates message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, web_search_call and compaction items, and drops nothing without a word", i, typ)
 	}
 	return nil
 }

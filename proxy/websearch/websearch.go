@@ -123,7 +123,26 @@ func New(s Settings) *Client {
 		s.APIBase = DefaultAPIBase[s.Provider]
 	}
 	s.APIBase = strings.TrimSuffix(s.APIBase, "/")
-	return &Client{s: s, http: &http.Client{Transport: http.DefaultTransport}}
+	return &Client{s: s, http: &http.Client{Transport: http.DefaultTransport, CheckRedirect: sameHost}}
+}
+
+// errOtherHost is the error of a provider's redirect to another host: it
+// is not followed, so that the key (Brave's X-Subscription-Token, a
+// bearer token) never goes there.
+var errOtherHost = errors.New("the provider redirected to another host, which is not followed (the key would go there)")
+
+// sameHost is the search client's redirect policy: a redirect to the
+// provider's own scheme and host is followed (at most 5), with no Referer
+// (it would hold the query); one to another host is not.
+func sameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("more than 5 redirects")
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) {
+		return errOtherHost
+	}
+	req.Header.Del("Referer")
+	return nil
 }
 
 // Provider is the provider's name (a metrics label).
@@ -161,7 +180,7 @@ func (c *Client) Search(ctx context.Context, q Query) ([]Result, error) {
 		if resp.StatusCode == http.StatusTooManyRequests {
 			code = TooManyRequests
 		}
-		return nil, &Error{Code: code, Detail: fmt.Sprintf("%s answered %d: %s", c.s.Provider, resp.StatusCode, c.scrub(clip(string(body), 200)))}
+		return nil, &Error{Code: code, Detail: fmt.Sprintf("%s answered %d: %s", c.s.Provider, resp.StatusCode, c.scrub(withoutQuery(clip(string(body), 200), q)))}
 	}
 	results, err := decode(body)
 	if err != nil {
@@ -260,7 +279,24 @@ func transportError(ctx context.Context, err error) string {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "no answer within the search timeout (search_settings.timeout)"
 	}
+	// A *url.Error's text holds the URL, and so the query: its cause
+	// alone goes to the log.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	return "unreachable: " + err.Error()
+}
+
+// withoutQuery takes a query's text out of a provider's answer meant for a
+// log (an error page may repeat it): no log line holds what was searched.
+func withoutQuery(s string, q Query) string {
+	for _, form := range []string{siteQuery(q), url.QueryEscape(siteQuery(q)), q.Text, url.QueryEscape(q.Text), url.PathEscape(q.Text)} {
+		if form != "" {
+			s = strings.ReplaceAll(s, form, "[query]")
+		}
+	}
+	return s
 }
 
 // scrub removes the key from text meant for a log.

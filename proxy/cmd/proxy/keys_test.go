@@ -155,9 +155,21 @@ func TestTwoProxiesOnePostgresShareTPM(t *testing.T) {
 	if per == 0 {
 		t.Fatal("the stub's answer has no usage")
 	}
-	// A limit of 3.5 requests' tokens: the 4th request is admitted (3 spent
-	// < limit), the 5th is not (4 spent >= limit), whichever proxy serves it.
-	tpm := per*7/2 + 1
+	// What a request reserves (its prompt and its max_tokens): a key whose
+	// tpm no request fits says.
+	_, out, _ = keysCLI(t, "create", "--name", "tiny", "--tpm", "1", "--config", cfgPath)
+	tiny := lastLine(out)
+	var reserve int64
+	waitUntil(t, 5*time.Second, "proxy a knows the tiny key", func() bool {
+		s, _, body := chatWith(t, a.url, tiny)
+		_, after, ok := strings.Cut(body, "it reserves ")
+		fmt.Sscan(after, &reserve)
+		return s == 429 && ok && reserve > per
+	})
+	// A limit of 3 requests' tokens and one reservation: the 4th request is
+	// admitted (3 spent and its reservation fit), the 5th is not (4 spent
+	// and its reservation do not), whichever proxy serves it.
+	tpm := 3*per + reserve
 	_, out, _ = keysCLI(t, "create", "--name", "shared", "--tpm", fmt.Sprint(tpm), "--config", cfgPath)
 	key := lastLine(out)
 	if s := time.Now().Second(); s > 40 {

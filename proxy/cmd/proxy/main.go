@@ -29,6 +29,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/balance"
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/healthcheck"
+	"github.com/dragoman-dev/dragoman/proxy/internal/authlimit"
 	"github.com/dragoman-dev/dragoman/proxy/keys"
 	"github.com/dragoman-dev/dragoman/proxy/metrics"
 	"github.com/dragoman-dev/dragoman/proxy/server"
@@ -94,7 +95,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	if cfg.MasterKey != "" {
 		keys = append(keys, cfg.MasterKey)
 	}
-	gate, closeGate, err := openGate(cfg, log)
+	gate, closeGate, err := openGate(cfg, log, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "proxy:", err)
 		return 1
@@ -112,12 +113,16 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	var m *metrics.Metrics
 	hooks := server.MetricsHooks(&m)
 	hooks.StateChanged = func(b *balance.Backend, st balance.State) {
-		log.Info("backend state", "backend", b.Name, "api_base", b.APIBase, "state", st.String())
+		log.Info("backend state", "backend", b.Name, "api_base", config.RedactedURL(b.APIBase), "state", st.String())
 	}
 	bal := balance.New(cfg, balance.Options{Hooks: hooks})
 	if *metricsOn {
 		m = metrics.New(metrics.Setup{Version: version, Routes: server.MetricRoutes(bal), Load: server.BackendLoad(bal), SearchProvider: searchProvider(cfg)})
 	}
+	// One count of failed authentications per client address for the API
+	// and /admin: the master key works at both.
+	authLim := authlimit.New(nil)
+	authLim.Throttled = func() { m.AuthThrottled() }
 	tracer, err := tracing.New(context.Background(), getenv, "dragoman-proxy", version)
 	if err != nil {
 		fmt.Fprintln(stderr, "proxy: tracing:", err)
@@ -134,7 +139,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Info("tracing on: OTLP over HTTP to the endpoint of OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT")
 	}
 	srv := server.New(cfg, server.Options{Keys: keys, Logger: log, PingInterval: *ping, Balancer: bal,
-		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log)})
+		Metrics: m, ServeMetrics: *metricsAt == "", Tracer: tracer, Gate: gate, Admin: adminOf(gate, keys, bal, log, authLim), AuthLimiter: authLim})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -217,6 +222,11 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		log.Warn("grace period over with requests still in flight", "active", srv.Active())
 		httpServer.Close()
 	}
+	// Responses WebSocket connections are hijacked, which Shutdown does
+	// not wait for: each finishes its response in flight, then closes 1001.
+	if err := srv.WaitWebSockets(graceCtx); err != nil {
+		log.Warn("grace period over with WebSocket responses still in flight", "websockets", srv.WebSockets())
+	}
 	log.Info("proxy stopped")
 	return 0
 }
@@ -224,9 +234,12 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 // openGate opens the store of per-user keys when the config names one
 // (general_settings.database_url), migrated to this version's schema; the
 // function it returns writes the last usage records and closes it.
-func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) {
+func openGate(cfg *config.Config, log *slog.Logger, getenv config.Getenv) (*keys.Gate, func(), error) {
 	if cfg.DatabaseURL == "" {
 		return nil, func() {}, nil
+	}
+	if w := keys.SSLModeWarning(cfg.DatabaseURL, func(k string) string { v, _ := getenv(k); return v }); w != "" {
+		log.Warn(w)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -252,11 +265,11 @@ func openGate(cfg *config.Config, log *slog.Logger) (*keys.Gate, func(), error) 
 
 // adminOf is the /admin page and API of the per-user keys; nil (not
 // served) without a database.
-func adminOf(gate *keys.Gate, masterKeys []string, bal *balance.Balancer, log *slog.Logger) http.Handler {
+func adminOf(gate *keys.Gate, masterKeys []string, bal *balance.Balancer, log *slog.Logger, lim *authlimit.Limiter) http.Handler {
 	if gate == nil {
 		return nil
 	}
-	return admin.New(admin.Options{Gate: gate, MasterKeys: masterKeys, Backends: bal.Snapshot, Logger: log})
+	return admin.New(admin.Options{Gate: gate, MasterKeys: masterKeys, Backends: bal.Snapshot, Logger: log, Limiter: lim})
 }
 
 // pprofMux serves the runtime's profiles (goroutines, heap, CPU) for

@@ -82,6 +82,7 @@ func run(args []string) int {
 	abParams := fs.String("ab-params", "", "with --ab: proxy_params lines (comma-separated) added to every route of the B Dragoman, e.g. \"tool_calls_in_text: off\" (tools/cmd/bench/textcalls.go)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
 	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
+	wsOnly := fs.Bool("websocket-only", false, "run only the Responses WebSocket phase (issue 39): 200 concurrent sessions of 5 requests, memory per idle connection, p50 over WebSocket beside SSE; prints, writes nothing")
 	sessionsRun := fs.Bool("sessions", true, "after the table, the sessions scenario (issue 42): coding sessions through a pool of 4 GPU stubs behind 1 and 3 replicas, for each routing_strategy")
 	sessionsOnly := fs.Bool("sessions-only", false, "run only the sessions scenario (printed, not written)")
 	sessionsFilter := fs.String("sessions-runs", "", "with --sessions-only: only the runs whose \"workload routing replicas\" holds this text, e.g. \"48×10 session-affinity\"")
@@ -172,6 +173,13 @@ func run(args []string) int {
 		r.st.rounds = max(*abRounds, 1)
 		if err := r.abCompare(*ab); err != nil {
 			warnf("ab: %v", err)
+			return 1
+		}
+		return 0
+	}
+	if *wsOnly {
+		if err := r.websocketBench(*quick); err != nil {
+			warnf("websocket: %v", err)
 			return 1
 		}
 		return 0
