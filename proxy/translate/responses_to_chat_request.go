@@ -177,7 +177,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// backend never reports usage.
 	estimate := estimateTurns(b.turns, out.tools)
 	if target.SupportsSystemMessage {
-		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate}
+		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
 		if out.maxTokens != nil {
 			breq.MaxTokens = int(min(*out.maxTokens, 1<<31))
 		}
