@@ -117,6 +117,34 @@ func (s *Scanner) Feed(dst []Event, delta string) []Event {
 	return dst
 }
 
+// Passes reports whether Feed(text) would give text back whole as text
+// and leave the Scanner as it was: the answer's text is being scanned
+// with nothing held, no byte of text could begin a marker, and its last
+// character is whole. The caller may then pass text on as it came
+// without feeding it (a stream's plain chunks, which then cost no copy).
+func (s *Scanner) Passes(text []byte) bool {
+	if s.st != stText || s.atStart || s.trimLead || s.tail != "" || s.pend.Len() > 0 {
+		return false
+	}
+	for pos, b := range text {
+		if firstByte[b]&s.active == 0 {
+			continue
+		}
+		if pos+1 == len(text) {
+			return false // may begin a marker the next delta ends
+		}
+		if c := text[pos+1]; secondByte[b][c>>6]&(1<<(c&63)) != 0 {
+			return false // Feed tells
+		}
+	}
+	if len(text) > 0 && text[len(text)-1] >= utf8.RuneSelf {
+		if r, n := utf8.DecodeLastRune(text); r == utf8.RuneError && n <= 1 {
+			return false // a character cut (or not UTF-8): Feed tells
+		}
+	}
+	return true
+}
+
 // keep holds the bytes run could not give out yet.
 func (s *Scanner) keep(rest string) {
 	if rest == "" {

@@ -183,6 +183,9 @@ func FuzzScannerSplits(f *testing.F) {
 		if got := merged(split); !reflect.DeepEqual(got, want) {
 			t.Fatalf("cut at %v:\n%+v\nwhole:\n%+v", offs, got, want)
 		}
+		if got := merged(feedPassing(o, content, offs)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut at %v, the deltas Passes passed not fed:\n%+v\nwhole:\n%+v", offs, got, want)
+		}
 		if utf8.ValidString(content) {
 			for _, e := range split {
 				if !utf8.ValidString(e.Text) {
@@ -216,6 +219,56 @@ func FuzzScannerSplits(f *testing.F) {
 			t.Fatalf("a call with no tools offered")
 		}
 	})
+}
+
+// feedPassing is feed, except that a delta Passes passes is given out as
+// text without feeding it, as translate's Chat filter does.
+func feedPassing(o *Options, content string, cuts []int) []Event {
+	sc := NewScanner(o)
+	var evs []Event
+	prev := 0
+	for _, c := range append(cuts, len(content)) {
+		d := content[prev:c]
+		if sc.Passes([]byte(d)) {
+			if d != "" {
+				evs = append(evs, Event{Kind: EventText, Text: d})
+			}
+		} else {
+			evs = sc.Feed(evs, d)
+		}
+		prev = c
+	}
+	return sc.Close(evs)
+}
+
+func TestPasses(t *testing.T) {
+	o := &Options{Families: All, Tools: []Tool{{Name: "bash"}}}
+	sc := NewScanner(o)
+	if sc.Passes([]byte("Hello")) {
+		t.Error("Passes at the answer's start, where a whole-answer family may begin")
+	}
+	sc.Feed(nil, "Hello")
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{" world, from the stub.", true},
+		{"", true},
+		{" a <", false},         // may begin a marker the next delta ends
+		{" <tool_call>", false}, // a marker
+		{" fun", false},         // f, u: may be functools
+		{" of f and <b", true},  // first bytes no marker goes on with
+		{" caf\xc3", false},     // a cut character
+		{" café", true},
+	} {
+		if got := sc.Passes([]byte(c.text)); got != c.want {
+			t.Errorf("Passes(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+	sc.Feed(nil, " <")
+	if sc.Passes([]byte(" plain")) {
+		t.Error("Passes while the scanner holds a tail")
+	}
 }
 
 // BenchmarkProse is the cost per answer of 54 KB of plain prose, fed in

@@ -265,7 +265,8 @@ type chatSpots struct {
 	finish             string
 	fStart, fEnd       int // the finish_reason value; fStart < 0: none
 	id, model, created []byte
-	toolIndex          int // 1 + the highest tool_calls index of the chunk; 0: none
+	toolIndex          int  // 1 + the highest tool_calls index of the chunk; 0: none
+	plain              bool // quickScan: content is not set, its bytes are the text (no escapes, UTF-8)
 }
 
 func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
@@ -289,7 +290,16 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	if f.first == nil {
 		f.first = bytes.Clone(payload) // its id, model and created, for the chunks the filter writes
 	}
-	sp, ok := quickSpots(payload)
+	sp, ok := quickScan(payload)
+	if ok && sp.plain && sp.fStart < 0 && f.sc.Passes(payload[sp.cStart+1:sp.cEnd-1]) {
+		// Plain text, which the scanner would give back as it came: the
+		// line too, without copying the text out (nor checking the line
+		// is JSON: the scanner is left as it was whatever it is).
+		return append(append(dst, line...), ending...)
+	}
+	if ok {
+		ok = sp.complete(payload)
+	}
 	if !ok {
 		sp, ok = chunkSpots(payload)
 	}
@@ -357,7 +367,29 @@ func eventsAre(evs []textcall.Event, text string) bool {
 // one choice, its content (if any) a string, its finish_reason null or
 // a string without escapes, no tool_calls, no member named
 // twice. ok is false for any other chunk, which chunkSpots reads.
-func quickSpots(obj []byte) (sp chatSpots, ok bool) {
+func quickSpots(obj []byte) (chatSpots, bool) {
+	sp, ok := quickScan(obj)
+	return sp, ok && sp.complete(obj)
+}
+
+// complete ends quickScan's reading of obj: the content of a plain
+// string, and whether obj is JSON (when it holds content or a finish).
+func (sp *chatSpots) complete(obj []byte) bool {
+	if sp.plain {
+		sp.content, sp.plain = string(obj[sp.cStart+1:sp.cEnd-1]), false
+	}
+	if sp.cStart < 0 && sp.fStart < 0 {
+		return true
+	}
+	// A line that is not JSON passes as it came (translators leave it
+	// out): its "content" is no answer text.
+	return jsontext.Value(obj).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+}
+
+// quickScan is quickSpots without its last steps (complete): a content
+// string without escapes is left in obj (plain), and obj is not checked
+// to be JSON.
+func quickScan(obj []byte) (sp chatSpots, ok bool) {
 	sp.cStart, sp.fStart = -1, -1
 	var index, contents, finishes int
 	depth := 0                  // of the brackets outside strings: the choice's members are at 3, the delta's at 4
@@ -418,7 +450,7 @@ func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 						return sp, false
 					}
 				case utf8.Valid(obj[at+1 : vEnd]):
-					sp.content = string(obj[at+1 : vEnd])
+					sp.plain = true // its bytes are the text
 				default:
 					return sp, false
 				}
@@ -431,13 +463,7 @@ func quickSpots(obj []byte) (sp chatSpots, ok bool) {
 			i = vEnd + 1
 		}
 	}
-	ok = index == 1 || sp.cStart < 0 && sp.fStart < 0
-	if ok && (sp.cStart >= 0 || sp.fStart >= 0) {
-		// A line that is not JSON passes as it came (translators leave it
-		// out): its "content" is no answer text.
-		ok = jsontext.Value(obj).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
-	}
-	return sp, ok
+	return sp, index == 1 || sp.cStart < 0 && sp.fStart < 0
 }
 
 // nesting is the change of bracket depth over bytes outside strings.
