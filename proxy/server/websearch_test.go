@@ -354,7 +354,7 @@ func TestWebSearchOffDropsTheTool(t *testing.T) {
 // TestWebSearchPings: a stream whose search is slow keeps its client's
 // idle timer alive with pings, and still passes the event grammar.
 func TestWebSearchPings(t *testing.T) {
-	h := newHarness(t, harnessOptions{search: "searxng", ping: 50 * time.Millisecond, searchExtra: "  timeout: 0.4\n",
+	h := newHarness(t, harnessOptions{search: "searxng", ping: 50 * time.Millisecond, searchExtra: "  timeout: 2\n",
 		stub: stub.Options{SearchDelay: 300 * time.Millisecond}})
 	body, _ := json.Marshal(searchParams("stub:search stub-slow pinged", 3))
 	resp := h.post("/v1/messages", strings.Replace(string(body), `{`, `{"stream":true,`, 1))
