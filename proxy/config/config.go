@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dragoman-dev/dragoman/proxy/kind"
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 // Defaults for optional settings.
@@ -170,6 +171,12 @@ type Route struct {
 	// describes each image for this backend when it cannot read images
 	// (configured or discovered); "" for the placeholder.
 	VisionFallback string
+	// TextCalls is proxy_params.tool_calls_in_text: the families of tool
+	// calls written as text that the proxy recovers (default: all); 0 for
+	// off. TextReasoning is proxy_params.reasoning_in_text. See
+	// textcalls.go.
+	TextCalls     textcall.Set
+	TextReasoning textcall.Reasoning
 }
 
 // Servers are the values proxy_params.server takes, as discovery names
@@ -253,7 +260,7 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 var (
 	fileKeys     = []string{"model_list", "general_settings", "router_settings", "search_settings"}
 	entryKeys    = []string{"model_name", ParamsKey, LiteLLMParamsKey}
-	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback"}
+	paramsKeys   = []string{"model", "api_base", "api_key", "supports_system_message", "supports_reasoning_effort", "timeout", "stream_timeout", "max_output_tokens", "num_retries", "name", "weight", "max_parallel_requests", "context_window", "supports_vision", "drop_params", "server", "vision_fallback", textCallsKeys[0], textCallsKeys[1]}
 	settingsKeys = []string{"enable_vendora_pass_through", "master_key", "max_request_bytes", "database_url", "usage_retention_days", "compaction_key"}
 	routerKeys   = []string{"routing_strategy", "allowed_fails", "cooldown_time", "health_check_interval", "queue_timeout", "load_poll_interval", "fallbacks", "background_models", "long_context_tokens", "routes"}
 )
@@ -627,6 +634,7 @@ func (p *parser) route(entry *yaml.Node, where string) (Route, error) {
 		Timeout:               DefaultTimeout,
 		StreamTimeout:         DefaultStreamTimeout,
 		NumRetries:            DefaultNumRetries,
+		TextCalls:             textcall.All,
 	}
 	name, err := p.required(entry, fields, where, "model_name", "the alias clients send in \"model\"")
 	if err != nil {
@@ -708,6 +716,9 @@ func (p *parser) apiBase(n *yaml.Node, params map[string]*yaml.Node, where strin
 
 func (p *parser) optionalParams(params map[string]*yaml.Node, where string, r *Route) error {
 	if err := p.dropParams(params, where, r); err != nil {
+		return err
+	}
+	if err := p.textCalls(params, where, r); err != nil {
 		return err
 	}
 	if v, ok := params["supports_system_message"]; ok {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 const valid = `model_list:
@@ -54,6 +56,7 @@ func TestParseValid(t *testing.T) {
 		StreamTimeout: 1500 * time.Millisecond, MaxOutputTokens: 8192, NumRetries: 2,
 		Weight: 1, Line: 2,
 		ContextWindow: 32768, SupportsVision: false,
+		TextCalls: textcall.All, // tool_calls_in_text: auto, the default
 	}
 	if got, _ := cfg.Lookup("claude-opus-5-5"); !reflect.DeepEqual(got, want) {
 		t.Errorf("route 0 = %+v\nwant %+v", got, want)

@@ -360,6 +360,9 @@ func (c *checker) toolCall() {
 	if msg.Content != nil {
 		text = *msg.Content
 	}
+	if c.textToolCall(text) {
+		return
+	}
 	c.add(CheckToolCall, Fail, fmt.Sprintf("asked to call get_weather, the model answered with text instead: %q", c.redact(clipString(text, 120))),
 		"the coding client works through tools: serve the model with tool calling on (vLLM --enable-auto-tool-choice --tool-call-parser <parser>; llama.cpp --jinja), or pick a model trained for tool use")
 }

@@ -121,6 +121,7 @@ type Metrics struct {
 	pings       *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
 	search      searchFamilies
+	textCalls   *prometheus.CounterVec // textcalls.go
 	// authThrottled counts the requests package authlimit refused.
 	authThrottled prometheus.Counter
 
@@ -199,9 +200,10 @@ func New(s Setup) *Metrics {
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	m.search = newSearchFamilies(s.SearchProvider)
+	m.textCalls = newTextCalls(s.Routes)
 	m.authThrottled = newAuthThrottled()
 	m.reg = newRegistry(build, m.requests, m.duration, m.ttft, m.rate, m.tokens, m.queueWait,
-		m.retries, m.moves, m.pings, m.disconnects, m.search.searches, m.search.duration, newLoadCollector(s), m.authThrottled)
+		m.retries, m.moves, m.pings, m.disconnects, m.search.searches, m.search.duration, newLoadCollector(s), m.authThrottled, m.textCalls)
 	for _, e := range Endpoints {
 		m.endpointPings[e] = m.pings.WithLabelValues(e)
 		m.endpointDisconnects[e] = m.disconnects.WithLabelValues(e)

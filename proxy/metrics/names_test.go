@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
 // exported gathers the names of every family the proxy (web search on) and
@@ -83,6 +85,7 @@ func TestExpositionLint(t *testing.T) {
 	m.Retried("b", "status_503")
 	m.SessionMoved("a", "down")
 	m.QueueWait("b", time.Millisecond)
+	m.TextToolCall("a", textcall.Hermes)
 	m.AuthThrottled()
 	w := NewWarmer([]string{"model"})
 	w.Observe("model", WarmOK, time.Second)

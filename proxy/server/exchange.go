@@ -47,6 +47,8 @@ func newRouteInfo(alias string, r config.Route) routeInfo {
 		ContextWindow:           r.ContextWindow,
 		NoVision:                !r.SupportsVision,
 		DropParams:              strings.Join(r.DropParams, ","),
+		TextCalls:               r.TextCalls,
+		TextReasoning:           r.TextReasoning,
 	}}
 }
 
@@ -185,6 +187,7 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 			}
 		}
 		if err == nil {
+			x.textCalls(resp)
 			return resp, nil
 		}
 		if x.refit(err) {

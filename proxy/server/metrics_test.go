@@ -120,7 +120,7 @@ var families = []string{
 	"dragoman_output_tokens_per_second", "dragoman_tokens_total", "dragoman_inflight_requests",
 	"dragoman_queued_requests", "dragoman_queue_wait_seconds", "dragoman_backend_up",
 	"dragoman_backend_retries_total", "dragoman_session_moves_total", "dragoman_stream_pings_total",
-	"dragoman_client_disconnects_total", "dragoman_build_info", "go_goroutines", "process_resident_memory_bytes",
+	"dragoman_client_disconnects_total", "dragoman_text_tool_calls_total", "dragoman_build_info", "go_goroutines", "process_resident_memory_bytes",
 }
 
 // TestMetricsAfterKnownTraffic scrapes /metrics at start-up and after a

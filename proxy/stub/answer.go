@@ -86,6 +86,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		a := decide(&req)
+		writeCallsAsText(&a, s.textCallsFormat(&req))
 		if s.opts.ContextWindow > 0 {
 			a.promptTokens = windowPrompt(&req) // the count its window is checked with
 		}

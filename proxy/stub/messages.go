@@ -131,6 +131,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		req := m.asChat()
 		a := decide(&req)
+		writeCallsAsText(&a, s.textCallsFormat(&req))
 		if a.fixture != "" {
 			writeMessagesError(w, http.StatusBadRequest, "invalid_request_error", "stub:fixture replays Chat streams only")
 			return true

@@ -52,6 +52,7 @@ type Options struct {
 	APIKey        string // when set, requests without "Authorization: Bearer APIKey" get vLLM's 401
 	StrictModel   bool   // answer 404, as vLLM does, to a model other than Model
 	NoTools       bool   // a model that never calls tools: text even when a call is demanded
+	TextCalls     string // a model that writes its calls as text: TextCallsHermes or TextCallsQwen3Coder (textcalls.go)
 	Protocol      string // ProtocolMessages: also serve the Messages format (see messages.go)
 	// SearchDelay is how long a search for "stub-slow" waits (search.go);
 	// 0: a minute.

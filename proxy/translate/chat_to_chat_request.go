@@ -98,7 +98,7 @@ func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 		}
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	return BackendRequest{Body: splice(body, edits), Target: target, Stream: stream, InputTokens: prompt, MaxTokens: maxTokens}, nil
+	return BackendRequest{Body: splice(body, edits), Target: target, Stream: stream, InputTokens: prompt, MaxTokens: maxTokens, Tools: rawTools(target, &top, false)}, nil
 }
 
 // chatMessage is one element of a Chat messages array, as scanned: its

@@ -126,7 +126,7 @@ func ChatToMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error
 		prompt = tc.Estimate()
 	}
 	return BackendRequest{Body: b, Target: target, Stream: req.Stream, InputTokens: prompt,
-		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, Tools: offeredTools(target, req.Tools, chatToolOf)}, nil
 }
 
 // reverseRequest is the Messages request ChatToMessagesRequest writes.

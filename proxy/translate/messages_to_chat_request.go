@@ -54,6 +54,7 @@ func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
 		Stream:      req.Stream,
 		InputTokens: prompt,
 		MaxTokens:   int(b.maxTokens),
+		Tools:       offeredTools(target, req.Tools, messagesToolOf),
 	}, nil
 }
 

@@ -175,22 +175,7 @@ func (s *Stream) openNext(dst []byte) []byte {
 	s.next++
 	l := &s.lanes[i]
 	l.state = laneOpen
-	dst = appendEventHead(dst, messages.EventContentBlockStart)
-	dst = append(dst, `{"type":"content_block_start","index":`...)
-	dst = strconv.AppendInt(dst, int64(i), 10)
-	switch l.kind {
-	case laneText:
-		dst = append(dst, `,"content_block":{"type":"text","text":""}}`...)
-	case laneThinking:
-		dst = append(dst, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
-	case laneTool:
-		dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
-		dst = appendQuoted(dst, l.id)
-		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, l.name)
-		dst = append(dst, `,"input":{}}}`...)
-	}
-	dst = appendEventEnd(dst)
+	dst = appendBlockStart(dst, i, l.kind, l.id, l.name)
 	if len(l.text) > 0 && l.kind != laneTool {
 		dst = appendBlockDelta(dst, i, l.kind, l.text)
 		l.text = nil
@@ -211,9 +196,35 @@ func (s *Stream) closeOpen(dst []byte) []byte {
 		l.text = nil
 	}
 	l.state = laneClosed
+	return appendBlockStop(dst, i)
+}
+
+// appendBlockStart appends the content_block_start of a block of a lane
+// kind, opened empty (a tool_use block with its id and name).
+func appendBlockStart(dst []byte, index int, kind laneKind, id, name string) []byte {
+	dst = appendEventHead(dst, messages.EventContentBlockStart)
+	dst = append(dst, `{"type":"content_block_start","index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	switch kind {
+	case laneText:
+		dst = append(dst, `,"content_block":{"type":"text","text":""}}`...)
+	case laneThinking:
+		dst = append(dst, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
+	case laneTool:
+		dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
+		dst = appendQuoted(dst, id)
+		dst = append(dst, `,"name":`...)
+		dst = appendQuoted(dst, name)
+		dst = append(dst, `,"input":{}}}`...)
+	}
+	return appendEventEnd(dst)
+}
+
+// appendBlockStop appends the content_block_stop of block index.
+func appendBlockStop(dst []byte, index int) []byte {
 	dst = appendEventHead(dst, messages.EventContentBlockStop)
 	dst = append(dst, `{"type":"content_block_stop","index":`...)
-	dst = strconv.AppendInt(dst, int64(i), 10)
+	dst = strconv.AppendInt(dst, int64(index), 10)
 	dst = append(dst, '}')
 	return appendEventEnd(dst)
 }

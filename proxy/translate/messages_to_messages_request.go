@@ -64,7 +64,7 @@ func passThrough(body []byte, top object, resolve Resolver) (BackendRequest, err
 	}
 	edits = memberDeletions(edits, top.list, drop)
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	return BackendRequest{Body: splice(body, edits), Target: target, Stream: stream}, nil
+	return BackendRequest{Body: splice(body, edits), Target: target, Stream: stream, Tools: rawTools(target, &top, true)}, nil
 }
 
 // billingElement finds the billing-header block at the head of a system

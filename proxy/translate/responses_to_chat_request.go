@@ -165,7 +165,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	// The prompt's estimate: for the window, and for a stream whose
 	// backend never reports usage.
 	estimate := estimateTurns(b.turns, out.tools)
-	breq := BackendRequest{Target: target, Stream: req.Stream, InputTokens: estimate}
+	breq := BackendRequest{Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
 	if req.MaxOutputTokens != nil {
 		n, err := fitOutput(*req.MaxOutputTokens, estimate, target)
 		if err != nil {

@@ -27,7 +27,11 @@
 // window.
 package translate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dragoman-dev/dragoman/proxy/textcall"
+)
 
 // Target is what the proxy's configuration says about the backend model an
 // alias routes to.
@@ -52,6 +56,12 @@ type Target struct {
 	// DropParams are the top-level members a Messages pass-through
 	// removes, comma-separated (a string keeps Target comparable).
 	DropParams string
+	// TextCalls are the families of tool calls written as text that are
+	// recovered from the answer (proxy_params.tool_calls_in_text; 0: off),
+	// TextReasoning how reasoning written as text is
+	// (proxy_params.reasoning_in_text). See text_calls.go.
+	TextCalls     textcall.Set
+	TextReasoning textcall.Reasoning
 }
 
 // clampOutput bounds a requested output limit by MaxOutputTokens.
@@ -82,6 +92,10 @@ type BackendRequest struct {
 	// stream translated back to it (ChatToMessagesRequest only).
 	IncludeUsage bool
 	MaxTokens    int // the output limit sent to the backend; 0 when the request set none
+	// Tools are the tools the request offered, for the calls the backend
+	// may write as text (text_calls.go); nil when none or when
+	// Target.TextCalls is 0.
+	Tools []textcall.Tool
 }
 
 // RequestError is a request the proxy refuses: malformed JSON, a missing or

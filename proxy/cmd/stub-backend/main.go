@@ -38,6 +38,7 @@ func main() {
 	flag.StringVar(&opts.APIKey, "api-key", "", "refuse requests without this key (401), as vLLM --api-key does")
 	flag.BoolVar(&opts.StrictModel, "strict-model", false, "answer 404 to a model other than --model, as vLLM does")
 	flag.BoolVar(&opts.NoTools, "no-tools", false, "a model that never calls tools")
+	flag.StringVar(&opts.TextCalls, "text-calls", "", "a model that writes its tool calls as text in its content: hermes (<tool_call>{…}</tool_call>) or qwen3_coder (<function=…> without the <tool_call> wrapper)")
 	flag.IntVar(&opts.GPU.Slots, "gpu-slots", 0, "model a GPU server with this many slots (a prefix cache, prefill time by uncached tokens, vLLM's /metrics); 0: off")
 	flag.IntVar(&opts.GPU.CacheTokens, "gpu-cache-tokens", 262144, "with --gpu-slots: the prefix cache's size in tokens")
 	flag.DurationVar(&opts.GPU.PrefillPerToken, "gpu-prefill-per-token", 2*time.Microsecond, "with --gpu-slots: time to compute one prompt token")

@@ -40,13 +40,16 @@ func (r *runner) abCompare(other string) error {
 		return err
 	}
 	r.stubURL = stub.url
-	mine, env, config := r.proxyBin, r.dmEnv, r.dmConfig
+	mine, env, config, params := r.proxyBin, r.dmEnv, r.dmConfig, r.dmParams
 	r.proxyBin, r.dmEnv = other, append(env[:len(env):len(env)], r.abEnv...)
 	if r.abConfig != "" {
 		r.dmConfig = r.abConfig
 	}
+	if r.abParams != "" {
+		r.dmParams = r.abParams
+	}
 	dmB, err := r.dragoman("dragoman-b", stub, "warn")
-	r.proxyBin, r.dmEnv, r.dmConfig = mine, env, config
+	r.proxyBin, r.dmEnv, r.dmConfig, r.dmParams = mine, env, config, params
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ func run(args []string) int {
 	metricsOnly := fs.Bool("metrics-only", false, "run only the metrics on/off phase (issue 15) of the small Messages cases (--cases narrows them); prints, writes nothing")
 	dmEnv := fs.String("dragoman-env", "", "extra environment for the Dragoman processes only (not the stub, the floor or this process), comma-separated NAME=VALUE pairs, e.g. GOGC=off,GODEBUG=gctrace=1 (the gctrace lines go to the processes' logs: add --keep-logs); a value holding a comma cannot be given")
 	abConfig := fs.String("ab-config", "", "with --ab: a YAML file appended to the B Dragoman's config (top-level keys such as router_settings); with --ab bin/proxy it compares one binary under two configs, e.g. router_settings.routes against none (tools/cmd/bench/ab-routes.yaml)")
+	abParams := fs.String("ab-params", "", "with --ab: proxy_params lines (comma-separated) added to every route of the B Dragoman, e.g. \"tool_calls_in_text: off\" (tools/cmd/bench/textcalls.go)")
 	abEnv := fs.String("ab-env", "", "with --ab: extra environment for the B Dragoman only, after --dragoman-env (same form); with --ab bin/proxy it compares one binary under two settings, e.g. --ab-env GOGC=400")
 	keysOnly := fs.Bool("keys-only", false, "run only the per-user keys on/off phase (issue 33): the 54 KB non-stream cases through Dragoman without a database and with one and a per-user key; prints, writes nothing")
 	wsOnly := fs.Bool("websocket-only", false, "run only the Responses WebSocket phase (issue 39): 200 concurrent sessions of 5 requests, memory per idle connection, p50 over WebSocket beside SSE; prints, writes nothing")
@@ -140,6 +141,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
+	r.abParams = *abParams
 	if *abConfig != "" {
 		b, err := os.ReadFile(*abConfig)
 		if err != nil {

@@ -28,6 +28,9 @@ type runner struct {
 	// dmConfig: YAML appended to the Dragoman processes' config; abConfig:
 	// the --ab binary's instead (--ab-config), e.g. router_settings.
 	dmConfig, abConfig string
+	// dmParams: proxy_params lines added to every route of the Dragoman
+	// processes'; abParams: --ab-params, the B Dragoman's (textcalls.go).
+	dmParams, abParams string
 }
 
 func (r *runner) stopAll() {
@@ -73,6 +76,9 @@ func (r *runner) floor(name string, backend *proc) (*proc, error) {
 
 func (r *runner) dragoman(name string, backend *proc, level string, extra ...string) (*proc, error) {
 	cfg, err := dragomanConfig(r.dir, name, backend.url, r.dmConfig)
+	if err == nil && r.dmParams != "" {
+		err = addRouteParams(cfg, r.dmParams) // textcalls.go
+	}
 	if err != nil {
 		return nil, err
 	}
