@@ -50,8 +50,8 @@ func BenchmarkMessagesToChatSystemRole(b *testing.B) {
 	benchRequest(b, benchBody(b), Target{BackendModel: "gpt-oss-20b", SupportsSystemMessage: true, SupportsReasoningEffort: true}, MessagesToChat)
 }
 
-// chatBody is fixture 01 as a Chat request with its system messages.
-func chatBody(b *testing.B) []byte {
+// chatBenchBody is fixture 01 as a Chat request with its system messages.
+func chatBenchBody(b *testing.B) []byte {
 	br, err := MessagesToChat(benchBody(b), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -61,13 +61,13 @@ func chatBody(b *testing.B) []byte {
 
 // BenchmarkChatToChat: a backend with a system role; only model changes.
 func BenchmarkChatToChat(b *testing.B) {
-	benchRequest(b, chatBody(b), Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true, MaxOutputTokens: 32768}, ChatToChat)
+	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true, MaxOutputTokens: 32768}, ChatToChat)
 }
 
 // BenchmarkChatToChatFoldSystem: a backend without a system role; the two
 // system messages fold into the first user turn.
 func BenchmarkChatToChatFoldSystem(b *testing.B) {
-	benchRequest(b, chatBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, ChatToChat)
+	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, ChatToChat)
 }
 
 func BenchmarkChatToMessages(b *testing.B) {

@@ -115,30 +115,6 @@ func validate(req *messages.Request) error {
 	return nil
 }
 
-// part is a content part of a Chat message: text, or an image by URL. Its
-// value is the concatenation of segs, each the inside of a JSON string
-// (escaped, without quotes).
-type part struct {
-	image bool
-	segs  [][]byte
-}
-
-type toolCall struct {
-	id, name string
-	input    []byte // raw JSON
-}
-
-// chatMsg is a Chat message under construction. str says content goes out
-// as one JSON string (parts then holds exactly one text part), otherwise as
-// an array of parts. Assistant content is always a string (or null).
-type chatMsg struct {
-	role   string // system, user, assistant, tool
-	str    bool
-	parts  []part
-	calls  []toolCall
-	callID string // tool
-}
-
 type builder struct {
 	target    Target
 	tools     []messages.Tool // the request's, for tool_reference
@@ -149,9 +125,12 @@ type builder struct {
 }
 
 // push appends m, merging it into the previous message when both have the
-// same role (except tool messages), so roles alternate.
+// same role (except tool messages), so roles alternate. For a backend
+// without a system role each system message stays alone: the writer wraps
+// each in <system>…</system> and folds it into the user text beside it.
 func (b *builder) push(m chatMsg) {
-	if n := len(b.msgs); n > 0 && m.role != "tool" && b.msgs[n-1].role == m.role {
+	fold := m.role == "system" && !b.target.SupportsSystemMessage
+	if n := len(b.msgs); n > 0 && m.role != "tool" && !fold && b.msgs[n-1].role == m.role {
 		last := &b.msgs[n-1]
 		if last.str && m.str {
 			p := &last.parts[0]
@@ -166,16 +145,10 @@ func (b *builder) push(m chatMsg) {
 	b.msgs = append(b.msgs, m)
 }
 
-// pushSystem adds system text at this point of the conversation: a system
-// message, or wrapped user text when the backend has no system role.
+// pushSystem adds system text at this point of the conversation (the
+// writer folds it into user text for a backend without a system role).
 func (b *builder) pushSystem(segs [][]byte) {
-	if b.target.SupportsSystemMessage {
-		b.push(chatMsg{role: "system", str: true, parts: []part{{segs: segs}}})
-		return
-	}
-	wrapped := make([][]byte, 0, len(segs)+2)
-	wrapped = append(append(append(wrapped, sysOpen), segs...), sysClose)
-	b.push(chatMsg{role: "user", str: true, parts: []part{{segs: wrapped}}})
+	b.push(chatMsg{role: "system", str: true, parts: []part{{segs: segs}}})
 }
 
 // system handles the top-level system prompt: text blocks joined with a

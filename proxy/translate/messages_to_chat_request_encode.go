@@ -3,8 +3,6 @@ package translate
 // Writing the Chat request body from the built messages.
 
 import (
-	"strconv"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/messages"
@@ -57,165 +55,47 @@ func (b *builder) estimateTools(tools []messages.Tool) {
 }
 
 // encode writes the Chat request body of a validated request, with the
-// max_tokens fitOutput chose (b.maxTokens).
+// max_tokens fitOutput chose (b.maxTokens), through the one Chat writer.
 func (b *builder) encode(req *messages.Request, w []byte) []byte {
-	w = append(w, `{"model":`...)
-	w = appendQuoted(w, b.target.BackendModel)
-	w = append(w, `,"messages":[`...)
-	for k := range b.msgs {
-		if k > 0 {
-			w = append(w, ',')
-		}
-		w = b.msgs[k].append(w)
-	}
-	w = append(w, ']')
-
-	tools := 0
+	out := chatBody{model: b.target.BackendModel, msgs: b.msgs, foldSystem: !b.target.SupportsSystemMessage, maxTokens: &b.maxTokens, stop: req.StopSequences}
 	for i := range req.Tools {
 		t := &req.Tools[i]
 		if t.InputSchema.Kind() != '{' {
 			continue // server tools, and tools without a schema
 		}
-		if tools == 0 {
-			w = append(w, `,"tools":[`...)
-		} else {
-			w = append(w, ',')
-		}
-		tools++
-		w = append(w, `{"type":"function","function":{"name":`...)
-		w = appendQuoted(w, t.Name)
+		def := chatTool{name: t.Name, parameters: t.InputSchema}
 		if t.Description.Kind() == '"' {
-			w = append(w, `,"description":`...)
-			w = append(w, t.Description...)
+			def.desc[0], def.ndesc = inner(t.Description), 1
 		}
-		w = append(w, `,"parameters":`...)
-		w = append(w, t.InputSchema...)
-		w = append(w, `}}`...)
+		out.tools = append(out.tools, def)
 	}
-	if tools > 0 {
-		w = append(w, ']')
-		if tc := req.ToolChoice; tc != nil {
-			switch tc.Type {
-			case "auto":
-				w = append(w, `,"tool_choice":"auto"`...)
-			case "any":
-				w = append(w, `,"tool_choice":"required"`...)
-			case "none":
-				w = append(w, `,"tool_choice":"none"`...)
-			case "tool":
-				w = append(w, `,"tool_choice":{"type":"function","function":{"name":`...)
-				w = appendQuoted(w, tc.Name)
-				w = append(w, `}}`...)
-			}
-			if tc.DisableParallelToolUse {
-				w = append(w, `,"parallel_tool_calls":false`...)
-			}
+	if tc := req.ToolChoice; tc != nil && len(out.tools) > 0 {
+		switch tc.Type {
+		case "auto", "none":
+			out.toolChoice = jsontext.Value(`"` + tc.Type + `"`)
+		case "any":
+			out.toolChoice = jsontext.Value(`"required"`)
+		case "tool":
+			out.toolChoice = append(appendQuoted(jsontext.Value(`{"type":"function","function":{"name":`), tc.Name), `}}`...)
+		}
+		if tc.DisableParallelToolUse {
+			out.parallelToolCalls = new(bool)
 		}
 	}
-
-	w = append(w, `,"max_tokens":`...)
-	w = strconv.AppendInt(w, b.maxTokens, 10)
-
 	for _, f := range [...]struct {
-		name string
-		v    jsontext.Value
-	}{{"temperature", req.Temperature}, {"top_p", req.TopP}, {"top_k", req.TopK}} {
+		v   jsontext.Value
+		dst *jsontext.Value
+	}{{req.Temperature, &out.temperature}, {req.TopP, &out.topP}, {req.TopK, &out.topK}} {
 		if f.v.Kind() == '0' {
-			w = append(w, ',', '"')
-			w = append(w, f.name...)
-			w = append(w, '"', ':')
-			w = append(w, f.v...)
+			*f.dst = f.v
 		}
 	}
-	if len(req.StopSequences) > 0 {
-		w = append(w, `,"stop":[`...)
-		for i, s := range req.StopSequences {
-			if i > 0 {
-				w = append(w, ',')
-			}
-			w = appendQuoted(w, s)
-		}
-		w = append(w, ']')
-	}
-	if md := req.Metadata; md != nil {
-		if md.UserID.Kind() == '"' {
-			w = append(w, `,"user":`...)
-			w = append(w, md.UserID...)
-		}
+	if md := req.Metadata; md != nil && md.UserID.Kind() == '"' {
+		out.user = inner(md.UserID)
 	}
 	if b.target.SupportsReasoningEffort {
-		if e := reasoningEffort(req); e != "" {
-			w = append(w, `,"reasoning_effort":"`...)
-			w = append(w, e...)
-			w = append(w, '"')
-		}
+		out.reasoningEffort = reasoningEffort(req)
 	}
-	if req.Stream {
-		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	}
-	return append(w, '}')
-}
-
-// append writes the message as a Chat message object.
-func (m *chatMsg) append(w []byte) []byte {
-	w = append(w, `{"role":"`...)
-	w = append(w, m.role...)
-	w = append(w, `","content":`...)
-	switch {
-	case m.role == "assistant":
-		if len(m.parts) == 0 {
-			w = append(w, "null"...)
-		} else {
-			w = append(w, '"')
-			for k, p := range m.parts {
-				if k > 0 {
-					w = append(w, sepPara...)
-				}
-				for _, s := range p.segs {
-					w = append(w, s...)
-				}
-			}
-			w = append(w, '"')
-		}
-		if len(m.calls) > 0 {
-			w = append(w, `,"tool_calls":[`...)
-			for k, c := range m.calls {
-				if k > 0 {
-					w = append(w, ',')
-				}
-				w = append(w, `{"id":`...)
-				w = appendQuoted(w, c.id)
-				w = append(w, `,"type":"function","function":{"name":`...)
-				w = appendQuoted(w, c.name)
-				w = append(w, `,"arguments":`...)
-				w = appendQuoted(w, c.input)
-				w = append(w, `}}`...)
-			}
-			w = append(w, ']')
-		}
-	case m.str:
-		w = appendString(w, m.parts[0].segs)
-	default:
-		w = append(w, '[')
-		for k, p := range m.parts {
-			if k > 0 {
-				w = append(w, ',')
-			}
-			if p.image {
-				w = append(w, `{"type":"image_url","image_url":{"url":`...)
-				w = appendString(w, p.segs)
-				w = append(w, `}}`...)
-			} else {
-				w = append(w, `{"type":"text","text":`...)
-				w = appendString(w, p.segs)
-				w = append(w, '}')
-			}
-		}
-		w = append(w, ']')
-	}
-	if m.role == "tool" {
-		w = append(w, `,"tool_call_id":`...)
-		w = appendQuoted(w, m.callID)
-	}
-	return append(w, '}')
+	out.stream = req.Stream
+	return out.append(w)
 }

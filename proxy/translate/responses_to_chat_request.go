@@ -128,7 +128,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	if len(b.turns) == 0 {
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
-	out := chatRequestOut{model: req.Model, maxTokens: req.MaxOutputTokens, stream: req.Stream}
+	out := chatBody{model: target.BackendModel, foldSystem: !target.SupportsSystemMessage, stream: req.Stream}
 	if out.tools, err = b.tools(make([]chatTool, 0, toolCount(req.Tools)), req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
@@ -162,36 +162,25 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 			return BackendRequest{}, nil, err
 		}
 	}
-	if target.SupportsSystemMessage {
-		// Nothing to fold: the body is final once it names the backend
-		// model with max_tokens clamped, as ChatToChat would write it.
-		out.model = target.BackendModel
-		if limit := int64(target.MaxOutputTokens); limit > 0 && out.maxTokens != nil && *out.maxTokens > limit {
-			out.maxTokens = &limit
-		}
-	}
-	// Written into a pooled buffer (the caller gives it back), about the
-	// size of the request.
-	chatBody := out.append(bufpool.Get(len(body)+1024), b.turns)
 	// The prompt's estimate: for the window, and for a stream whose
 	// backend never reports usage.
 	estimate := estimateTurns(b.turns, out.tools)
-	if target.SupportsSystemMessage {
-		breq := BackendRequest{Body: chatBody, Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
-		if out.maxTokens != nil {
-			breq.MaxTokens = int(min(*out.maxTokens, 1<<31))
+	breq := BackendRequest{Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
+	if req.MaxOutputTokens != nil {
+		n, err := fitOutput(*req.MaxOutputTokens, estimate, target)
+		if err != nil {
+			return BackendRequest{}, nil, err
 		}
-		return breq, call, nil
+		out.maxTokens, breq.MaxTokens = &n, int(min(n, 1<<31))
 	}
-	// ChatToChat folds system turns into user text for backends without a
-	// system role (and sets the model, clamps max_tokens): one copy of
-	// those rules.
-	breq, err := ChatToChat(chatBody, func(string) (Target, error) { return target, nil })
-	bufpool.Put(chatBody)
-	if err != nil {
-		return BackendRequest{}, nil, err
+	out.msgs = make([]chatMsg, len(b.turns))
+	for i := range b.turns {
+		out.msgs[i] = b.turns[i].msg()
 	}
-	breq.InputTokens = estimate
+	// Written into a pooled buffer (the caller gives it back), about the
+	// size of the request; the writer folds the system role for a backend
+	// without one.
+	breq.Body = out.append(bufpool.Get(len(body) + 1024))
 	return breq, call, nil
 }
 
@@ -222,97 +211,6 @@ func estimateTurns(turns []chatTurn, tools []chatTool) int {
 		e.json(t.parameters)
 	}
 	return e.total()
-}
-
-// chatRequestOut is the Chat request ResponsesToChat builds, beside its
-// messages; strings and raw values are as the client wrote them.
-type chatRequestOut struct {
-	model             string
-	tools             []chatTool
-	toolChoice        jsontext.Value
-	parallelToolCalls *bool
-	maxTokens         *int64
-	temperature, topP jsontext.Value
-	user              []byte // the inside of a JSON string
-	reasoningEffort   string
-	responseFormat    jsontext.Value
-	stream            bool
-}
-
-// chatTool is a Chat function tool: its description is the inside of a
-// JSON string in pieces (the first ndesc of desc: the tool's own, and a
-// custom tool's grammar after a note), its parameters a JSON Schema object.
-type chatTool struct {
-	name       string
-	desc       [3][]byte
-	ndesc      int
-	parameters jsontext.Value
-}
-
-// append writes the Chat request with its messages: members in this
-// order, zero ones left out, raw values as the client wrote them.
-func (o *chatRequestOut) append(w []byte, turns []chatTurn) []byte {
-	w = append(w, `{"model":`...)
-	w = appendQuoted(w, o.model)
-	w = append(w, `,"messages":[`...)
-	for i := range turns {
-		if i > 0 {
-			w = append(w, ',')
-		}
-		m := turns[i].msg()
-		w = m.append(w)
-	}
-	w = append(w, ']')
-	if len(o.tools) > 0 {
-		w = append(w, `,"tools":[`...)
-		for i := range o.tools {
-			t := &o.tools[i]
-			if i > 0 {
-				w = append(w, ',')
-			}
-			w = append(w, `{"type":"function","function":{"name":`...)
-			w = appendQuoted(w, t.name)
-			if t.ndesc > 0 {
-				w = append(w, `,"description":`...)
-				w = appendString(w, t.desc[:t.ndesc])
-			}
-			w = append(w, `,"parameters":`...)
-			w = append(w, t.parameters...)
-			w = append(w, `}}`...)
-		}
-		w = append(w, ']')
-		if o.toolChoice != nil {
-			w = append(w, `,"tool_choice":`...)
-			w = append(w, o.toolChoice...)
-		}
-		if o.parallelToolCalls != nil {
-			w = append(w, `,"parallel_tool_calls":`...)
-			w = strconv.AppendBool(w, *o.parallelToolCalls)
-		}
-	}
-	if o.maxTokens != nil {
-		w = append(w, `,"max_tokens":`...)
-		w = strconv.AppendInt(w, *o.maxTokens, 10)
-	}
-	if o.temperature != nil {
-		w = append(append(w, `,"temperature":`...), o.temperature...)
-	}
-	if o.topP != nil {
-		w = append(append(w, `,"top_p":`...), o.topP...)
-	}
-	if o.user != nil {
-		w = appendString(append(w, `,"user":`...), [][]byte{o.user})
-	}
-	if o.reasoningEffort != "" {
-		w = appendQuoted(append(w, `,"reasoning_effort":`...), o.reasoningEffort)
-	}
-	if o.responseFormat != nil {
-		w = append(append(w, `,"response_format":`...), o.responseFormat...)
-	}
-	if o.stream {
-		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	}
-	return append(w, '}')
 }
 
 // chatTurn is a Chat message under construction.

@@ -1,0 +1,308 @@
+package translate
+
+// The one writer of Chat request bodies: the Messages and the Responses
+// translations build a chatBody and write it here, folding the system role
+// into user text for a backend without one, so that no translated body is
+// parsed again.
+
+import (
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// part is a content part of a Chat message: text, or an image by URL. Its
+// value is the concatenation of segs, each the inside of a JSON string
+// (escaped, without quotes).
+type part struct {
+	image bool
+	segs  [][]byte
+}
+
+type toolCall struct {
+	id, name string
+	input    []byte // raw JSON
+}
+
+// chatMsg is a Chat message under construction. str says content goes out
+// as one JSON string (parts then holds exactly one text part), otherwise as
+// an array of parts. Assistant content is always a string (or null).
+type chatMsg struct {
+	role   string // system, user, assistant, tool
+	str    bool
+	parts  []part
+	calls  []toolCall
+	callID string // tool
+}
+
+// chatTool is a Chat function tool: its description is the inside of a
+// JSON string in pieces (the first ndesc of desc: the tool's own, and a
+// custom tool's grammar after a note), its parameters a JSON Schema object.
+type chatTool struct {
+	name       string
+	desc       [3][]byte
+	ndesc      int
+	parameters jsontext.Value
+}
+
+// chatBody is a Chat request ready to be written: strings and raw values
+// are as the client wrote them. With foldSystem (the backend has no system
+// role) each run of system and user messages goes out as one user message,
+// the system texts wrapped in <system>…</system>.
+type chatBody struct {
+	model             string
+	msgs              []chatMsg
+	foldSystem        bool
+	tools             []chatTool
+	toolChoice        jsontext.Value // written only with tools
+	parallelToolCalls *bool          // written only with tools
+	maxTokens         *int64
+	temperature, topP jsontext.Value
+	topK              jsontext.Value
+	stop              []string
+	user              []byte // the inside of a JSON string
+	reasoningEffort   string
+	responseFormat    jsontext.Value
+	stream            bool
+}
+
+// append writes the Chat request: members in this order, zero ones left
+// out, raw values as the client wrote them.
+func (o *chatBody) append(w []byte) []byte {
+	w = append(w, `{"model":`...)
+	w = appendQuoted(w, o.model)
+	w = append(w, `,"messages":`...)
+	w = appendMessages(w, o.msgs, o.foldSystem)
+	if len(o.tools) > 0 {
+		w = append(w, `,"tools":[`...)
+		for i := range o.tools {
+			t := &o.tools[i]
+			if i > 0 {
+				w = append(w, ',')
+			}
+			w = append(w, `{"type":"function","function":{"name":`...)
+			w = appendQuoted(w, t.name)
+			if t.ndesc > 0 {
+				w = append(w, `,"description":`...)
+				w = appendString(w, t.desc[:t.ndesc])
+			}
+			w = append(w, `,"parameters":`...)
+			w = append(w, t.parameters...)
+			w = append(w, `}}`...)
+		}
+		w = append(w, ']')
+		if o.toolChoice != nil {
+			w = append(w, `,"tool_choice":`...)
+			w = append(w, o.toolChoice...)
+		}
+		if o.parallelToolCalls != nil {
+			w = append(w, `,"parallel_tool_calls":`...)
+			w = strconv.AppendBool(w, *o.parallelToolCalls)
+		}
+	}
+	if o.maxTokens != nil {
+		w = append(w, `,"max_tokens":`...)
+		w = strconv.AppendInt(w, *o.maxTokens, 10)
+	}
+	if o.temperature != nil {
+		w = append(append(w, `,"temperature":`...), o.temperature...)
+	}
+	if o.topP != nil {
+		w = append(append(w, `,"top_p":`...), o.topP...)
+	}
+	if o.topK != nil {
+		w = append(append(w, `,"top_k":`...), o.topK...)
+	}
+	if len(o.stop) > 0 {
+		w = append(w, `,"stop":[`...)
+		for i, s := range o.stop {
+			if i > 0 {
+				w = append(w, ',')
+			}
+			w = appendQuoted(w, s)
+		}
+		w = append(w, ']')
+	}
+	if o.user != nil {
+		w = appendString(append(w, `,"user":`...), [][]byte{o.user})
+	}
+	if o.reasoningEffort != "" {
+		w = appendQuoted(append(w, `,"reasoning_effort":`...), o.reasoningEffort)
+	}
+	if o.responseFormat != nil {
+		w = append(append(w, `,"response_format":`...), o.responseFormat...)
+	}
+	if o.stream {
+		w = append(w, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	}
+	return append(w, '}')
+}
+
+// appendMessages writes msgs as a Chat messages array. With fold, each
+// run of consecutive system and user messages that holds a system message
+// is written as one user message (appendFolded); the others as they are.
+func appendMessages(w []byte, msgs []chatMsg, fold bool) []byte {
+	w = append(w, '[')
+	n := 0 // messages written
+	for i := 0; i < len(msgs); {
+		j := i + 1
+		if fold {
+			hasSystem := false
+			for j = i; j < len(msgs) && (msgs[j].role == "system" || msgs[j].role == "user"); j++ {
+				hasSystem = hasSystem || msgs[j].role == "system"
+			}
+			if hasSystem {
+				m, ok := folded(msgs[i:j])
+				if ok {
+					if n > 0 {
+						w = append(w, ',')
+					}
+					w = m.append(w)
+					n++
+				}
+				i = j
+				continue
+			}
+			j = max(j, i+1)
+		}
+		for ; i < j; i++ {
+			if n > 0 {
+				w = append(w, ',')
+			}
+			w = msgs[i].append(w)
+			n++
+		}
+	}
+	return append(w, ']')
+}
+
+// folded is one user message holding the contents of run in order, system
+// ones wrapped in <system>…</system>; empty contents are left out. Its
+// content is a string when every content is a string (joined with a blank
+// line), else a list of parts. ok is false for a run of empty system
+// messages alone: nothing to write.
+func folded(run []chatMsg) (m chatMsg, ok bool) {
+	type piece struct {
+		segs  [][]byte // a text, when !list
+		parts []part   // a list content
+		list  bool
+	}
+	pieces := make([]piece, 0, len(run))
+	allStrings, user := true, false
+	for i := range run {
+		r := &run[i]
+		system := r.role == "system"
+		user = user || !system
+		var p piece
+		if r.str {
+			for _, s := range r.parts[0].segs {
+				if len(s) > 0 {
+					p.segs = r.parts[0].segs
+					break
+				}
+			}
+			if p.segs == nil {
+				continue
+			}
+			if system {
+				p.segs = append(append(append(make([][]byte, 0, len(p.segs)+2), sysOpen), p.segs...), sysClose)
+			}
+		} else {
+			if len(r.parts) == 0 {
+				continue
+			}
+			p.list, p.parts, allStrings = true, r.parts, false
+			if system {
+				p.parts = append(append([]part{{segs: [][]byte{sysOpen}}}, p.parts...), part{segs: [][]byte{sysClose}})
+			}
+		}
+		pieces = append(pieces, p)
+	}
+	if len(pieces) == 0 && !user {
+		return chatMsg{}, false
+	}
+	m.role = "user"
+	if allStrings {
+		segs := make([][]byte, 0, 2*len(pieces))
+		for i, p := range pieces {
+			if i > 0 {
+				segs = append(segs, sepPara)
+			}
+			segs = append(segs, p.segs...)
+		}
+		m.str, m.parts = true, []part{{segs: segs}}
+		return m, true
+	}
+	for _, p := range pieces {
+		if p.list {
+			m.parts = append(m.parts, p.parts...)
+		} else {
+			m.parts = append(m.parts, part{segs: p.segs})
+		}
+	}
+	return m, true
+}
+
+// append writes the message as a Chat message object.
+func (m *chatMsg) append(w []byte) []byte {
+	w = append(w, `{"role":"`...)
+	w = append(w, m.role...)
+	w = append(w, `","content":`...)
+	switch {
+	case m.role == "assistant":
+		if len(m.parts) == 0 {
+			w = append(w, "null"...)
+		} else {
+			w = append(w, '"')
+			for k, p := range m.parts {
+				if k > 0 {
+					w = append(w, sepPara...)
+				}
+				for _, s := range p.segs {
+					w = append(w, s...)
+				}
+			}
+			w = append(w, '"')
+		}
+		if len(m.calls) > 0 {
+			w = append(w, `,"tool_calls":[`...)
+			for k, c := range m.calls {
+				if k > 0 {
+					w = append(w, ',')
+				}
+				w = append(w, `{"id":`...)
+				w = appendQuoted(w, c.id)
+				w = append(w, `,"type":"function","function":{"name":`...)
+				w = appendQuoted(w, c.name)
+				w = append(w, `,"arguments":`...)
+				w = appendQuoted(w, c.input)
+				w = append(w, `}}`...)
+			}
+			w = append(w, ']')
+		}
+	case m.str:
+		w = appendString(w, m.parts[0].segs)
+	default:
+		w = append(w, '[')
+		for k, p := range m.parts {
+			if k > 0 {
+				w = append(w, ',')
+			}
+			if p.image {
+				w = append(w, `{"type":"image_url","image_url":{"url":`...)
+				w = appendString(w, p.segs)
+				w = append(w, `}}`...)
+			} else {
+				w = append(w, `{"type":"text","text":`...)
+				w = appendString(w, p.segs)
+				w = append(w, '}')
+			}
+		}
+		w = append(w, ']')
+	}
+	if m.role == "tool" {
+		w = append(w, `,"tool_call_id":`...)
+		w = appendQuoted(w, m.callID)
+	}
+	return append(w, '}')
+}
