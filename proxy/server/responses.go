@@ -8,7 +8,6 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/config"
-	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/overflow"
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
@@ -47,7 +46,7 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 		call = c
 		return br, err
 	}, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
-		br, c, err := responsesToMessages(body, resolve)
+		br, c, err := translate.ResponsesOnMessagesRequest(body, resolve)
 		call = c
 		return br, err
 	}), body)
@@ -72,7 +71,7 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 		}
 		var tr streamTranslator = st
 		if res.err == nil && x.route.Protocol == config.ProtocolMessages {
-			tr = &responsesFromMessages{rs: translate.NewReverseStream(x.alias, created, true), st: st}
+			tr = translate.NewResponsesOnMessagesStream(translate.NewReverseStream(x.alias, created, true), st)
 		}
 		s.translatedRelay(w, r, x, out, res, tr, fail, f)
 		return
@@ -87,66 +86,6 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 		}
 		return translate.ChatToResponses(b, x.alias, id, created, call)
 	})
-}
-
-// responsesToMessages translates a Responses request for a backend that
-// speaks the Messages format: to the Chat format (instructions as a system
-// message, which the Messages format has as its system prompt), then to
-// the Messages format.
-func responsesToMessages(body []byte, resolve translate.Resolver) (translate.BackendRequest, *translate.ResponsesCall, error) {
-	var target translate.Target
-	chatReq, call, err := translate.ResponsesToChat(body, func(alias string) (translate.Target, error) {
-		t, err := resolve(alias)
-		target = t
-		t.SupportsSystemMessage = true
-		return t, err
-	})
-	if err != nil {
-		return chatReq, call, err
-	}
-	defer bufpool.Put(chatReq.Body)
-	req, err := translate.ChatToMessagesRequest(chatReq.Body, func(string) (translate.Target, error) { return target, nil })
-	return req, call, err
-}
-
-// responsesFromMessages translates a Messages backend's stream for a
-// Responses client: its events become Chat chunks (translate.ReverseStream),
-// which become Responses events (translate.ResponsesStream).
-type responsesFromMessages struct {
-	rs     *translate.ReverseStream
-	st     *translate.ResponsesStream
-	chunks []byte // the Chat chunks of the latest Feed
-}
-
-func (m *responsesFromMessages) Start(dst []byte) []byte { return m.st.Start(dst) }
-func (m *responsesFromMessages) Ping(dst []byte) []byte  { return m.st.Ping(dst) }
-func (m *responsesFromMessages) Done() bool              { return m.rs.Done() }
-
-// BackendUsage is the usage the backend reported, as Chat usage.
-func (m *responsesFromMessages) BackendUsage() *chat.Usage { return m.st.BackendUsage() }
-
-func (m *responsesFromMessages) Feed(dst, p []byte) ([]byte, error) {
-	var err error
-	m.chunks, err = m.rs.Feed(m.chunks[:0], p)
-	dst, ferr := m.st.Feed(dst, m.chunks)
-	if err == nil {
-		err = ferr
-	}
-	return dst, err
-}
-
-// Finish ends the response; a backend stream that broke off before
-// message_stop ends it with response.failed.
-func (m *responsesFromMessages) Finish(dst []byte) []byte {
-	chunks, err := m.rs.Finish(m.chunks[:0])
-	dst, _ = m.st.Feed(dst, chunks)
-	switch {
-	case err != nil:
-		return m.st.Fail(dst, "", err.Error())
-	case !m.rs.Ended():
-		return m.st.Fail(dst, "", "the backend stream broke off before message_stop")
-	}
-	return m.st.Finish(dst)
 }
 
 // responsesCode is the error code of a response.failed event: the error
