@@ -134,27 +134,7 @@ func (s *Stream) failBackend(dst []byte, message string) []byte {
 // type ("api_error" when empty). Start is implied; after the message ended
 // Fail appends nothing.
 func (s *Stream) Fail(dst []byte, errType, message string) []byte {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst
-	}
-	s.phase = phaseFailed
-	return appendErrorEvent(dst, errType, message)
-}
-
-// appendErrorEvent appends an error event in the Messages error shape;
-// errType "" is api_error.
-func appendErrorEvent(dst []byte, errType, message string) []byte {
-	if errType == "" {
-		errType = messages.APIError
-	}
-	dst = appendEventHead(dst, messages.EventError)
-	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendQuoted(dst, errType)
-	dst = append(dst, `,"message":`...)
-	dst = appendQuoted(dst, message)
-	dst = append(dst, `}}`...)
-	return appendEventEnd(dst)
+	return failOnce(dst, s.Start, failPhase(&s.phase), func(dst []byte) []byte { return appendErrorEvent(dst, errType, message) })
 }
 
 // push gives content to lane i: text and thinking out at once if the lane
@@ -287,11 +267,3 @@ func (s *Stream) end(dst []byte) []byte {
 	dst = append(dst, `{"type":"message_stop"}`...)
 	return appendEventEnd(dst)
 }
-
-func appendEventHead(dst []byte, name string) []byte {
-	dst = append(dst, "event: "...)
-	dst = append(dst, name...)
-	return append(dst, "\ndata: "...)
-}
-
-func appendEventEnd(dst []byte) []byte { return append(dst, "\n\n"...) }

@@ -229,9 +229,5 @@ func messagesErrorType(e *BackendError) string {
 // Fail appends an error event in the Messages error shape, for a stream
 // that broke off (Ended is false). After Done it appends nothing.
 func (n *NativeStream) Fail(dst []byte, errType, message string) []byte {
-	if n.done {
-		return dst
-	}
-	n.done = true
-	return appendErrorEvent(dst, errType, message)
+	return failOnce(dst, nil, endOnce(&n.done), func(dst []byte) []byte { return appendErrorEvent(dst, errType, message) })
 }

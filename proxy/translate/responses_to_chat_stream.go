@@ -142,17 +142,14 @@ func (s *ResponsesStream) failBackend(dst []byte, message string) []byte {
 // ends the stream. Start is implied; after the response ended Fail appends
 // nothing.
 func (s *ResponsesStream) Fail(dst []byte, code, message string) []byte {
-	dst = s.Start(dst)
-	if s.phase != phaseOpen {
-		return dst
-	}
-	s.phase = phaseFailed
-	if code == "" {
-		code = apierror.ServerError
-	}
-	r := s.snapshot(responses.StatusFailed)
-	r.Error = &responses.ResponseError{Code: code, Message: message}
-	return s.lifecycle(dst, responses.EventFailed, &r)
+	return failOnce(dst, s.Start, failPhase(&s.phase), func(dst []byte) []byte {
+		if code == "" {
+			code = apierror.ServerError
+		}
+		r := s.snapshot(responses.StatusFailed)
+		r.Error = &responses.ResponseError{Code: code, Message: message}
+		return s.lifecycle(dst, responses.EventFailed, &r)
+	})
 }
 
 // push gives content to lane i: out at once if the lane is open, unless

@@ -294,12 +294,7 @@ func (s *SearchStream) Finish(dst []byte, answer []byte) ([]byte, error) {
 
 // Fail ends the stream with an error event.
 func (s *SearchStream) Fail(dst []byte, errType, message string) []byte {
-	dst = s.Start(dst)
-	if s.ended {
-		return dst
-	}
-	s.ended = true
-	return appendErrorEvent(dst, errType, message)
+	return failOnce(dst, s.Start, endOnce(&s.ended), func(dst []byte) []byte { return appendErrorEvent(dst, errType, message) })
 }
 
 // block writes one whole block as its events.

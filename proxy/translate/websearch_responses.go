@@ -288,12 +288,9 @@ func (s *ResponsesSearchStream) item(dst []byte, raw jsontext.Value) []byte {
 
 // Fail ends the stream with response.failed.
 func (s *ResponsesSearchStream) Fail(dst []byte, code, message string) []byte {
-	dst = s.Start(dst)
-	if s.ended {
-		return dst
-	}
-	s.ended = true
-	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed, s.call)
-	r.Error = &responses.ResponseError{Code: code, Message: message}
-	return s.event(dst, "response.failed", "response", jsontext.Value(appendJSON(nil, &r)))
+	return failOnce(dst, s.Start, endOnce(&s.ended), func(dst []byte) []byte {
+		r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed, s.call)
+		r.Error = &responses.ResponseError{Code: code, Message: message}
+		return s.event(dst, "response.failed", "response", jsontext.Value(appendJSON(nil, &r)))
+	})
 }
