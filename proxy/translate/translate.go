@@ -64,14 +64,6 @@ type Target struct {
 	TextReasoning textcall.Reasoning
 }
 
-// clampOutput bounds a requested output limit by MaxOutputTokens.
-func (t Target) clampOutput(n int64) int64 {
-	if m := int64(t.MaxOutputTokens); m > 0 && n > m {
-		return m
-	}
-	return n
-}
-
 // Resolver maps the model alias of a request to its Target. Its error is
 // returned unchanged (wrapped) by the translating functions, so callers can
 // tell an unknown alias from a bad request with errors.As.

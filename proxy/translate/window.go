@@ -53,6 +53,14 @@ func fitOutput(asked int64, prompt int, t Target) (int64, error) {
 	return min(asked, room), nil
 }
 
+// clampOutput bounds a requested output limit by MaxOutputTokens.
+func (t Target) clampOutput(n int64) int64 {
+	if m := int64(t.MaxOutputTokens); m > 0 && n > m {
+		return m
+	}
+	return n
+}
+
 // ScalePrompt is an estimate of the prompt corrected by PromptScale.
 func (t Target) ScalePrompt(estimate int) int {
 	if t.PromptScale <= 0 {
