@@ -27,7 +27,7 @@ func commitStream(w http.ResponseWriter) {
 // folded for backends without a system role), and the answer comes back
 // with the alias as its model.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f format) {
-	x, ok := s.prepareFor(w, r, f, translate.ChatToChat, translate.ChatToMessagesRequest)
+	x, ok := s.prepareFor(w, r, f, translate.ChatOnChatRequest, translate.ChatOnMessagesRequest)
 	if !ok {
 		return
 	}
@@ -64,7 +64,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, f forma
 	}
 	defer resp.Body.Close()
 	commitStream(w)
-	cs := translate.NewChatStream(route.alias)
+	cs := translate.NewChatOnChatStream(route.alias)
 	err = relay(w, r, resp.Body, scrubErrors(cs.Feed, route.apiKey), cs.Done, nil, 0)
 	x.finish(err)
 	x.noteUsage(w, cs.Usage())

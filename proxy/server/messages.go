@@ -37,7 +37,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 		s.messagesSearch(w, r, body, tool)
 		return
 	}
-	x := s.newExchange(w, r, translate.MessagesToChat, translate.MessagesToMessages)
+	x := s.newExchange(w, r, translate.MessagesOnChatRequest, translate.MessagesOnMessagesRequest)
 	x.messagesBody = true
 	x, ok = s.translateFor(w, r, f, x, body)
 	if !ok {
@@ -52,14 +52,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, f format) {
 			// The backend answered in the Messages format: only the model changes.
 			return translate.MessagesResponseModel(b, x.alias)
 		}
-		return translate.ChatToMessagesWithUsage(b, x.alias)
+		return translate.MessagesOnChatResponseWithUsage(b, x.alias)
 	})
 }
 
 // messagesStream serves a Messages stream (translatedStream, or
 // nativeStream when a backend of the pool speaks the Messages format).
 func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, x *exchange) {
-	st := translate.NewStream(x.alias, newMessageID(), x.req.InputTokens)
+	st := translate.NewMessagesOnChatStream(x.alias, newMessageID(), x.req.InputTokens)
 	if x.native != nil {
 		s.nativeStream(w, r, x, st)
 		return

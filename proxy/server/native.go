@@ -16,7 +16,7 @@ import (
 )
 
 // A vendora/ backend serves the Messages format itself: a Messages request
-// passes through to {api_base}/messages (translate.MessagesToMessages says
+// passes through to {api_base}/messages (translate.MessagesOnMessagesRequest says
 // what changes), and its answer comes back event by event with the alias
 // as its model. Which way a request goes is decided by the backend the
 // pool picks (exchange.translateBody), attempt by attempt.
@@ -62,7 +62,7 @@ func (x *exchange) nativeCall(path string) upstream.Call {
 // same: a Chat stream is translated, a Messages stream relayed without
 // its message_start when one went out already. A Messages stream that
 // breaks off before message_stop ends with an error event.
-func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchange, st *translate.Stream) {
+func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchange, st *translate.MessagesOnChatStream) {
 	startNative := x.route.Protocol == config.ProtocolMessages
 	ping := func(dst []byte) []byte { return st.Ping(st.Start(dst)) }
 	if startNative {
@@ -81,7 +81,7 @@ func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	route := x.route
 	defer res.resp.Body.Close()
-	ns := translate.NewNativeStream(x.alias)
+	ns := translate.NewMessagesOnMessagesStream(x.alias)
 	if out.committed && !startNative {
 		ns.SkipStart() // the translated path's message_start went out
 	}
@@ -119,7 +119,7 @@ func (s *Server) nativeCount(r *http.Request, route routeInfo, body []byte) (int
 	if known && !has {
 		return 0, false
 	}
-	req, err := translate.MessagesToMessages(body, func(string) (translate.Target, error) { return route.target, nil })
+	req, err := translate.MessagesOnMessagesRequest(body, func(string) (translate.Target, error) { return route.target, nil })
 	if err != nil {
 		return 0, false
 	}
@@ -161,13 +161,13 @@ func (s *Server) chatFromMessages(w http.ResponseWriter, r *http.Request, x *exc
 		s.answerJSON(w, x, resp, chatFormat, "a Messages response", func(err error) {
 			s.chatBackendError(w, r, err, route)
 		}, func(b []byte) ([]byte, *chat.Usage, error) {
-			return translate.MessagesToChatResponse(b, route.alias, now)
+			return translate.ChatOnMessagesResponse(b, route.alias, now)
 		})
 		return
 	}
 	defer resp.Body.Close()
 	commitStream(w)
-	rs := translate.NewReverseStream(route.alias, now, x.req.IncludeUsage)
+	rs := translate.NewChatOnMessagesStream(route.alias, now, x.req.IncludeUsage)
 	err := relay(w, r, resp.Body, scrubErrors(rs.Feed, route.apiKey), rs.Done, nil, 0)
 	noteUsage(w, rs.BackendUsage())
 	if err == nil {

@@ -38,7 +38,7 @@ func BenchmarkNative54KB(b *testing.B) {
 	bal := balance.New(cfg, balance.Options{})
 	dm := httptest.NewServer(quietServer(b, cfg, bal, server.Options{}))
 	b.Cleanup(dm.Close)
-	forwarded, err := translate.MessagesToMessages(body, func(string) (translate.Target, error) {
+	forwarded, err := translate.MessagesOnMessagesRequest(body, func(string) (translate.Target, error) {
 		return translate.Target{BackendModel: "stub-model", DropParams: strings.Join(config.DefaultDropParams, ",")}, nil
 	})
 	if err != nil {

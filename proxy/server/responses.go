@@ -42,7 +42,7 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 	}
 	var call *translate.ResponsesCall
 	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
-		br, c, err := translate.ResponsesToChat(body, resolve)
+		br, c, err := translate.ResponsesOnChatRequest(body, resolve)
 		call = c
 		return br, err
 	}, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
@@ -61,7 +61,7 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 	}
 	id, created := translate.NewResponseID(), time.Now().Unix()
 	if x.req.Stream {
-		st := translate.NewResponsesStream(x.alias, id, created, call, x.req.InputTokens)
+		st := translate.NewResponsesOnChatStream(x.alias, id, created, call, x.req.InputTokens)
 		fail := func(dst []byte, p problem) []byte { return st.Fail(dst, responsesCode(p), p.message) }
 		out := newStreamOut(w)
 		res, cancel, ok := s.awaitStream(r, x, out, func(dst []byte) []byte { return st.Ping(st.Start(dst)) })
@@ -71,20 +71,20 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 		}
 		var tr streamTranslator = st
 		if res.err == nil && x.route.Protocol == config.ProtocolMessages {
-			tr = translate.NewResponsesOnMessagesStream(translate.NewReverseStream(x.alias, created, true), st)
+			tr = translate.NewResponsesOnMessagesStream(translate.NewChatOnMessagesStream(x.alias, created, true), st)
 		}
 		s.translatedRelay(w, r, x, out, res, tr, fail, f)
 		return
 	}
 	s.translatedJSON(w, r, x, f, func(b []byte) ([]byte, *chat.Usage, error) {
 		if x.route.Protocol == config.ProtocolMessages {
-			chatBody, _, err := translate.MessagesToChatResponse(b, x.alias, created)
+			chatBody, _, err := translate.ChatOnMessagesResponse(b, x.alias, created)
 			if err != nil {
 				return nil, nil, err
 			}
 			b = chatBody
 		}
-		return translate.ChatToResponses(b, x.alias, id, created, call)
+		return translate.ResponsesOnChatResponse(b, x.alias, id, created, call)
 	})
 }
 

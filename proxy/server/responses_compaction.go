@@ -217,7 +217,7 @@ func (s *Server) compactEndpoint(w http.ResponseWriter, r *http.Request, f forma
 	}
 	ri, ok := decodeItems(body)
 	if !ok {
-		if _, _, err := translate.ResponsesToChat(body, func(string) (translate.Target, error) { return translate.Target{}, nil }); err != nil {
+		if _, _, err := translate.ResponsesOnChatRequest(body, func(string) (translate.Target, error) { return translate.Target{}, nil }); err != nil {
 			f.write(w, requestProblem(err))
 			return
 		}

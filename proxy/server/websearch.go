@@ -149,7 +149,7 @@ func (l *searchLoop) waiting(st *loopStream, fn func()) {
 func (l *searchLoop) turn(ctx context.Context) (*translate.ChatTurn, []byte, error) {
 	s := l.s
 	body := l.conv.Body(l.last)
-	x := s.newExchange(l.w, l.r, translate.ChatToChat, translate.ChatToMessagesRequest)
+	x := s.newExchange(l.w, l.r, translate.ChatOnChatRequest, translate.ChatOnMessagesRequest)
 	x.ctx = ctx
 	x.body = body
 	req, err := x.translateBody(body)
@@ -171,7 +171,7 @@ func (l *searchLoop) turn(ctx context.Context) (*translate.ChatTurn, []byte, err
 		return nil, nil, err
 	}
 	if x.route.Protocol == config.ProtocolMessages {
-		chatBody, _, err := translate.MessagesToChatResponse(b, l.alias, l.created)
+		chatBody, _, err := translate.ChatOnMessagesResponse(b, l.alias, l.created)
 		bufpool.Put(b)
 		if err != nil {
 			return nil, nil, err
@@ -364,7 +364,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, br translat
 
 // messagesSearch serves a Messages request with a web search server tool.
 func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
-	br, err := translate.MessagesToChat(body, s.searchTarget)
+	br, err := translate.MessagesOnChatRequest(body, s.searchTarget)
 	bufpool.Put(body)
 	if err != nil {
 		messagesFormat.write(w, requestProblem(err))
@@ -374,7 +374,7 @@ func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []b
 		f:     messagesFormat,
 		newID: translate.NewServerToolUseID,
 		answer: func(l *searchLoop, final []byte) ([]byte, error) {
-			msg, _, err := translate.ChatToMessagesWithUsage(final, l.alias)
+			msg, _, err := translate.MessagesOnChatResponseWithUsage(final, l.alias)
 			if err != nil {
 				return nil, err
 			}
@@ -390,7 +390,7 @@ func (s *Server) messagesSearch(w http.ResponseWriter, r *http.Request, body []b
 // responsesSearch serves a Responses request with the hosted web_search
 // tool.
 func (s *Server) responsesSearch(w http.ResponseWriter, r *http.Request, body []byte, tool translate.WebSearchTool) {
-	br, call, err := translate.ResponsesToChat(body, s.searchTarget)
+	br, call, err := translate.ResponsesOnChatRequest(body, s.searchTarget)
 	bufpool.Put(body)
 	if err != nil {
 		responsesFormat.write(w, requestProblem(err))
@@ -401,7 +401,7 @@ func (s *Server) responsesSearch(w http.ResponseWriter, r *http.Request, body []
 		f:     responsesFormat,
 		newID: translate.NewWebSearchCallID,
 		answer: func(l *searchLoop, final []byte) ([]byte, error) {
-			resp, _, err := translate.ChatToResponses(final, l.alias, id, l.created, call)
+			resp, _, err := translate.ResponsesOnChatResponse(final, l.alias, id, l.created, call)
 			if err != nil {
 				return nil, err
 			}

@@ -43,16 +43,16 @@ func benchRequest(b *testing.B, body []byte, t Target, translate func([]byte, Re
 }
 
 func BenchmarkMessagesToChat(b *testing.B) {
-	benchRequest(b, benchBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, MessagesToChat)
+	benchRequest(b, benchBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, MessagesOnChatRequest)
 }
 
 func BenchmarkMessagesToChatSystemRole(b *testing.B) {
-	benchRequest(b, benchBody(b), Target{BackendModel: "gpt-oss-20b", SupportsSystemMessage: true, SupportsReasoningEffort: true}, MessagesToChat)
+	benchRequest(b, benchBody(b), Target{BackendModel: "gpt-oss-20b", SupportsSystemMessage: true, SupportsReasoningEffort: true}, MessagesOnChatRequest)
 }
 
 // chatBenchBody is fixture 01 as a Chat request with its system messages.
 func chatBenchBody(b *testing.B) []byte {
-	br, err := MessagesToChat(benchBody(b), nil)
+	br, err := MessagesOnChatRequest(benchBody(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,19 +61,19 @@ func chatBenchBody(b *testing.B) []byte {
 
 // BenchmarkChatToChat: a backend with a system role; only model changes.
 func BenchmarkChatToChat(b *testing.B) {
-	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true, MaxOutputTokens: 32768}, ChatToChat)
+	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true, MaxOutputTokens: 32768}, ChatOnChatRequest)
 }
 
 // BenchmarkChatToChatFoldSystem: a backend without a system role; the two
 // system messages fold into the first user turn.
 func BenchmarkChatToChatFoldSystem(b *testing.B) {
-	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, ChatToChat)
+	benchRequest(b, chatBenchBody(b), Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768}, ChatOnChatRequest)
 }
 
 func BenchmarkChatToMessages(b *testing.B) {
 	body := []byte(chatResp(`{"role":"assistant","content":"Let me look at the file first.","reasoning_content":"The user wants the listing.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"Bash","arguments":"{\"command\": \"ls -la\", \"description\": \"List files\"}"}}]}`, `"tool_calls"`, ""))
 	runBench(b, body, func(body []byte) {
-		if _, err := ChatToMessages(body, "claude-x"); err != nil {
+		if _, err := MessagesOnChatResponse(body, "claude-x"); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -104,7 +104,7 @@ func BenchmarkBaselineValidate(b *testing.B) {
 func BenchmarkMessagesToMessages(b *testing.B) {
 	res := resolverFor(Target{BackendModel: "qwen3-coder", DropParams: "context_management,betas"})
 	runBench(b, benchBody(b), func(body []byte) {
-		br, err := MessagesToMessages(body, res)
+		br, err := MessagesOnMessagesRequest(body, res)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestChatBodyFoldAgreesWithChatToChat: the writer's fold of the system
-// role gives, byte for byte, what ChatToChat makes of the same body
+// role gives, byte for byte, what ChatOnChatRequest makes of the same body
 // written with the system role, for every recorded Codex request and for
 // the edge cases of a run (empty texts, images, system between users).
 func TestChatBodyFoldAgreesWithChatToChat(t *testing.T) {
@@ -27,20 +27,20 @@ func TestChatBodyFoldAgreesWithChatToChat(t *testing.T) {
 	withSystem.SupportsSystemMessage = true
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			got, _, err := ResponsesToChat(body, resolverFor(folded))
+			got, _, err := ResponsesOnChatRequest(body, resolverFor(folded))
 			if err != nil {
 				t.Fatal(err)
 			}
-			sys, _, err := ResponsesToChat(body, resolverFor(withSystem))
+			sys, _, err := ResponsesOnChatRequest(body, resolverFor(withSystem))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := ChatToChat(sys.Body, resolverFor(folded))
+			want, err := ChatOnChatRequest(sys.Body, resolverFor(folded))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Body, want.Body) {
-				t.Errorf("the writer's fold differs from ChatToChat's:\n got: %s\nwant: %s", got.Body, want.Body)
+				t.Errorf("the writer's fold differs from ChatOnChatRequest's:\n got: %s\nwant: %s", got.Body, want.Body)
 			}
 			if bytes.Contains(got.Body, []byte(`"role":"system"`)) {
 				t.Errorf("a system role is left: %s", got.Body)

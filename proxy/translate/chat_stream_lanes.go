@@ -1,8 +1,8 @@
 package translate
 
 // chatLanes reads one backend Chat stream for a stream translator (the
-// Messages one, messages_to_chat_stream.go, and the Responses one,
-// responses_to_chat_stream.go) and sorts its content into lanes: one lane
+// Messages one, messages_on_chat_stream.go, and the Responses one,
+// responses_on_chat_stream.go) and sorts its content into lanes: one lane
 // per block, or output item, of the answer, numbered in the order the
 // lanes appear. The translator owns its
 // own state machine and what it writes; chatLanes owns how the backend's

@@ -10,8 +10,8 @@ import (
 )
 
 // TestOneEstimateOnEveryPath: the same user text is the same prompt
-// estimate through count_tokens (CountTokens), MessagesToChat,
-// ChatToChat, ChatToMessages and ResponsesToChat, and long runs of one
+// estimate through count_tokens (CountTokens), MessagesOnChatRequest,
+// ChatOnChatRequest, MessagesOnChatResponse and ResponsesOnChatRequest, and long runs of one
 // character cost what cl100k_base makes of them (js-tiktoken 1.0.21,
 // getEncoding("cl100k_base")): 24,000 spaces are 188 tokens, where the
 // Chat path's byte count said 5,722 and count_tokens 9.
@@ -38,20 +38,20 @@ func TestOneEstimateOnEveryPath(t *testing.T) {
 		window := func(string) (Target, error) {
 			return Target{BackendModel: "m", SupportsSystemMessage: true, ContextWindow: 1 << 20}, nil
 		}
-		m2c, err := MessagesToChat([]byte(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":`+q+`}]}`), window)
+		m2c, err := MessagesOnChatRequest([]byte(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":`+q+`}]}`), window)
 		if err != nil {
 			t.Fatal(err)
 		}
 		chatBody := []byte(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":` + q + `}]}`)
-		c2c, err := ChatToChat(chatBody, window)
+		c2c, err := ChatOnChatRequest(chatBody, window)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c2m, err := ChatToMessagesRequest(chatBody, window)
+		c2m, err := ChatOnMessagesRequest(chatBody, window)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2c, _, err := ResponsesToChat([]byte(`{"model":"m","input":[{"role":"user","content":`+q+`}]}`), window)
+		r2c, _, err := ResponsesOnChatRequest([]byte(`{"model":"m","input":[{"role":"user","content":`+q+`}]}`), window)
 		if err != nil {
 			t.Fatal(err)
 		}

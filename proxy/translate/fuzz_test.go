@@ -71,7 +71,7 @@ func FuzzMessagesToChat(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		tgt := Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut}
-		br, err := MessagesToChat(body, resolverFor(tgt))
+		br, err := MessagesOnChatRequest(body, resolverFor(tgt))
 		var out chat.Request
 		// Tool schemas go as the client wrote them, repeated names too.
 		if !fuzzOutput(t, br, err, &out, jsontext.AllowDuplicateNames(true)) {
@@ -86,7 +86,7 @@ func FuzzMessagesToChat(f *testing.F) {
 
 func FuzzChatToChat(f *testing.F) {
 	for _, name := range fixtures.ClientRequests() {
-		br, err := MessagesToChat(clientBody(f, name), nil)
+		br, err := MessagesOnChatRequest(clientBody(f, name), nil)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func FuzzChatToChat(f *testing.F) {
 	}
 	f.Add([]byte(`{"model":"a","messages":[{"role":"system","content":[{"type":"text","text":"S"}]},{"role":"user","content":"q","name":"n"},{"role":"developer","content":"d"}],"max_tokens":99999}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool) {
-		br, err := ChatToChat(body, resolverFor(Target{BackendModel: "m", SupportsSystemMessage: systemRole, MaxOutputTokens: 100}))
+		br, err := ChatOnChatRequest(body, resolverFor(Target{BackendModel: "m", SupportsSystemMessage: systemRole, MaxOutputTokens: 100}))
 		if !fuzzOutput(t, br, err, nil, jsontext.AllowDuplicateNames(true)) || systemRole {
 			return
 		}
@@ -123,7 +123,7 @@ func FuzzChatToMessages(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := ChatToMessages(body, "alias")
+		out, err := MessagesOnChatResponse(body, "alias")
 		if err != nil {
 			return
 		}

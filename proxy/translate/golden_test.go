@@ -73,7 +73,7 @@ var goldenTargets = []struct {
 // compares the Chat body (indented) with testdata/request/NAME.SUFFIX.json.
 // go test ./proxy/translate -run Golden -update rewrites them.
 func TestMessagesToChatGolden(t *testing.T) {
-	requestGolden(t, filepath.Join("testdata", "request"), fixtures.ClientRequests(), 3, clientBody, MessagesToChat)
+	requestGolden(t, filepath.Join("testdata", "request"), fixtures.ClientRequests(), 3, clientBody, MessagesOnChatRequest)
 }
 
 // requestGolden translates each named fixture (at least `least` of them; body
@@ -111,7 +111,7 @@ func TestMessagesToChatFixtures(t *testing.T) {
 		}
 		for _, gt := range goldenTargets {
 			t.Run(name+"/"+gt.suffix, func(t *testing.T) {
-				br, err := MessagesToChat(body, resolverFor(gt.target))
+				br, err := MessagesOnChatRequest(body, resolverFor(gt.target))
 				if err != nil {
 					t.Fatal(err)
 				}

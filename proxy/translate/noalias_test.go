@@ -11,27 +11,27 @@ import (
 // survive its input being overwritten.
 func TestOutputsDoNotShareTheInputsMemory(t *testing.T) {
 	res := resolverFor(Target{BackendModel: "qwen3-coder"})
-	chatReq, err := MessagesToChat(clientBody(t, "01-text-turn.json"), nil)
+	chatReq, err := MessagesOnChatRequest(clientBody(t, "01-text-turn.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]func(in []byte) ([]byte, error){
-		"MessagesToChat": func(in []byte) ([]byte, error) {
-			br, err := MessagesToChat(in, res)
+		"MessagesOnChatRequest": func(in []byte) ([]byte, error) {
+			br, err := MessagesOnChatRequest(in, res)
 			return br.Body, err
 		},
-		"ChatToChat": func(in []byte) ([]byte, error) {
-			br, err := ChatToChat(in, res)
+		"ChatOnChatRequest": func(in []byte) ([]byte, error) {
+			br, err := ChatOnChatRequest(in, res)
 			return br.Body, err
 		},
-		"ChatResponseModel": func(in []byte) ([]byte, error) { return ChatResponseModel(in, "claude-x") },
-		"ChatToMessages":    func(in []byte) ([]byte, error) { return ChatToMessages(in, "claude-x") },
+		"ChatResponseModel":      func(in []byte) ([]byte, error) { return ChatResponseModel(in, "claude-x") },
+		"MessagesOnChatResponse": func(in []byte) ([]byte, error) { return MessagesOnChatResponse(in, "claude-x") },
 	} {
 		in := clientBody(t, "02-tool-turn-request.json")
 		switch name {
-		case "ChatToChat":
+		case "ChatOnChatRequest":
 			in = bytes.Clone(chatReq.Body)
-		case "ChatResponseModel", "ChatToMessages":
+		case "ChatResponseModel", "MessagesOnChatResponse":
 			in = []byte(chatResp(`{"role":"assistant","content":"hello","tool_calls":[{"id":"c1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}"}}]}`, `"tool_calls"`, ""))
 		}
 		out, err := f(in)

@@ -19,7 +19,7 @@ func BenchmarkResponsesToChat(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			resolve := resolverFor(Target{BackendModel: "m", SupportsSystemMessage: system})
 			runBench(b, codexBody(b, "01-text-turn.json"), func(body []byte) {
-				br, _, err := ResponsesToChat(body, resolve)
+				br, _, err := ResponsesOnChatRequest(body, resolve)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -54,7 +54,7 @@ func BenchmarkResponsesStream(b *testing.B) {
 	var dst []byte
 	start := cpuTime()
 	for b.Loop() {
-		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		s := NewResponsesOnChatStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
 		for _, p := range reads {
 			dst, _ = s.Feed(dst[:0], p)
 		}
@@ -81,7 +81,7 @@ func BenchmarkResponsesStreamReads(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		s := NewResponsesOnChatStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
 		bufpool.Put(s.Start(bufpool.Get(4 << 10)))
 		for _, p := range reads {
 			out, _ := s.Feed(bufpool.Get(max(4<<10, 2*len(p))), p)
@@ -107,7 +107,7 @@ func BenchmarkResponsesStreamReasoning(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s := NewResponsesStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
+		s := NewResponsesOnChatStream("coder", "resp_0123456789abcdef", 42, nil, 10000)
 		for _, p := range reads {
 			out, _ := s.Feed(bufpool.Get(max(4<<10, 2*len(p))), p)
 			bufpool.Put(out)

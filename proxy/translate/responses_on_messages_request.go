@@ -8,7 +8,7 @@ import "github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 // then to the Messages format. Pure, as every translation here is.
 func ResponsesOnMessagesRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var target Target
-	chatReq, call, err := ResponsesToChat(body, func(alias string) (Target, error) {
+	chatReq, call, err := ResponsesOnChatRequest(body, func(alias string) (Target, error) {
 		t, err := resolve(alias)
 		target = t
 		t.SupportsSystemMessage = true
@@ -18,6 +18,6 @@ func ResponsesOnMessagesRequest(body []byte, resolve Resolver) (BackendRequest, 
 		return chatReq, call, err
 	}
 	defer bufpool.Put(chatReq.Body)
-	req, err := ChatToMessagesRequest(chatReq.Body, func(string) (Target, error) { return target, nil })
+	req, err := ChatOnMessagesRequest(chatReq.Body, func(string) (Target, error) { return target, nil })
 	return req, call, err
 }

@@ -3,17 +3,17 @@ package translate
 import "github.com/dragoman-dev/dragoman/proxy/chat"
 
 // ResponsesOnMessagesStream translates a Messages backend's stream for a
-// Responses client: its events become Chat chunks (ReverseStream), which
-// become Responses events (ResponsesStream).
+// Responses client: its events become Chat chunks (ChatOnMessagesStream), which
+// become Responses events (ResponsesOnChatStream).
 type ResponsesOnMessagesStream struct {
-	rs     *ReverseStream
-	st     *ResponsesStream
+	rs     *ChatOnMessagesStream
+	st     *ResponsesOnChatStream
 	chunks []byte // the Chat chunks of the latest Feed
 }
 
 // NewResponsesOnMessagesStream chains rs (Messages events → Chat chunks)
 // into st (Chat chunks → Responses events).
-func NewResponsesOnMessagesStream(rs *ReverseStream, st *ResponsesStream) *ResponsesOnMessagesStream {
+func NewResponsesOnMessagesStream(rs *ChatOnMessagesStream, st *ResponsesOnChatStream) *ResponsesOnMessagesStream {
 	return &ResponsesOnMessagesStream{rs: rs, st: st}
 }
 

@@ -45,7 +45,7 @@ func BenchmarkChatTextCallsWithStream(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				st := NewStream("alias", "msg_1", 10)
+				st := NewMessagesOnChatStream("alias", "msg_1", 10)
 				in := stream
 				var f *ChatTextCalls
 				if on {
@@ -79,7 +79,7 @@ func BenchmarkOfferedTools(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				br, err := MessagesToChat(body, func(string) (Target, error) {
+				br, err := MessagesOnChatRequest(body, func(string) (Target, error) {
 					return Target{BackendModel: "m", TextCalls: set, SupportsSystemMessage: true}, nil
 				})
 				if err != nil {

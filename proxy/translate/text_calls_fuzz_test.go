@@ -103,7 +103,7 @@ func messagesStreamOf(deltas []string) string {
 // the Messages translator, fed in pieces.
 func viaChatToMessages(t *testing.T, backend string, reads []byte) []byte {
 	f := NewChatTextCalls(textFuzzOptions, "call_t_")
-	st := NewStream("alias", "msg_t", 1)
+	st := NewMessagesOnChatStream("alias", "msg_t", 1)
 	var out []byte
 	for _, p := range cuts(backend, reads) {
 		filtered, err := f.Feed(nil, []byte(p))
@@ -122,7 +122,7 @@ func viaChatToMessages(t *testing.T, backend string, reads []byte) []byte {
 // native relay, fed in pieces.
 func viaNative(t *testing.T, backend string, reads []byte) []byte {
 	f := NewMessagesTextCalls(textFuzzOptions, "toolu_t_")
-	ns := NewNativeStream("alias")
+	ns := NewMessagesOnMessagesStream("alias")
 	var out []byte
 	for _, p := range cuts(backend, reads) {
 		filtered, err := f.Feed(nil, []byte(p))
@@ -141,7 +141,7 @@ func viaNative(t *testing.T, backend string, reads []byte) []byte {
 // Chat translator, fed in pieces.
 func viaReverse(t *testing.T, backend string, reads []byte) []byte {
 	f := NewMessagesTextCalls(textFuzzOptions, "toolu_t_")
-	rs := NewReverseStream("alias", 1, false)
+	rs := NewChatOnMessagesStream("alias", 1, false)
 	var out []byte
 	for _, p := range cuts(backend, reads) {
 		filtered, err := f.Feed(nil, []byte(p))

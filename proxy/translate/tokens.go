@@ -30,8 +30,8 @@ import (
 //
 // Every path that needs the size of a prompt adds what the backend will
 // see to one promptEstimate: count_tokens (TokenCount.Estimate) and the
-// InputTokens of each translation (MessagesToChat, ResponsesToChat,
-// ChatToChat, ChatToMessages), so that the same text is the same count
+// InputTokens of each translation (MessagesOnChatRequest, ResponsesOnChatRequest,
+// ChatOnChatRequest, MessagesOnChatResponse), so that the same text is the same count
 // wherever it comes from.
 
 const (

@@ -111,7 +111,7 @@ func TestCountTokens(t *testing.T) {
 }
 
 // On the captured client requests CountTokens and the cheap estimate of
-// MessagesToChat agree with the prompt's real size: 11,795, 11,772 and
+// MessagesOnChatRequest agree with the prompt's real size: 11,795, 11,772 and
 // 11,847 tokens under cl100k_base for the text BackendTokenizeText renders.
 // The captures' text is anonymised into Greek letter names ("omicron
 // upsilon …"), rarer words than English, which the estimator undercounts
@@ -129,13 +129,13 @@ func TestCountTokensFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		br, err := MessagesToChat(body, nil)
+		br, err := MessagesOnChatRequest(body, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: cl100k %d, CountTokens %d, MessagesToChat estimate %d", name, want, n, br.InputTokens)
+		t.Logf("%s: cl100k %d, CountTokens %d, MessagesOnChatRequest estimate %d", name, want, n, br.InputTokens)
 		if br.InputTokens != n {
-			t.Errorf("%s: MessagesToChat estimates %d, CountTokens %d: one estimate gives one count", name, br.InputTokens, n)
+			t.Errorf("%s: MessagesOnChatRequest estimates %d, CountTokens %d: one estimate gives one count", name, br.InputTokens, n)
 		}
 		for what, got := range map[string]int{"CountTokens": n, "InputTokens": br.InputTokens} {
 			if d := float64(got-want) / float64(want); d < -0.2 || d > 0.2 {

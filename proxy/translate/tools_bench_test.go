@@ -39,7 +39,7 @@ func toolsBody(b *testing.B, n int) []byte {
 func benchTools(b *testing.B, n int) {
 	res := resolverFor(Target{BackendModel: "qwen3-coder", MaxOutputTokens: 32768})
 	runBench(b, toolsBody(b, n), func(body []byte) {
-		br, err := MessagesToChat(body, res)
+		br, err := MessagesOnChatRequest(body, res)
 		if err != nil {
 			b.Fatal(err)
 		}

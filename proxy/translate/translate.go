@@ -1,22 +1,28 @@
 // Package translate converts requests and answers between the Messages,
 // Responses and Chat Completions formats, and normalizes those that stay
 // in their format. It does no I/O: every function takes bytes and returns
-// bytes. Files are named source_to_target_{request,response,stream}.go by
-// the client's format and the backend's; each direction's stream is one
-// explicit state machine.
+// bytes. Files are named <client>_on_<backend>_{request,response,stream}.go
+// (the client's format on the backend's) and define
+// <Client>On<Backend>{Request,Response,Stream}; each direction's stream is
+// one explicit state machine.
 //
-//   - messages_to_chat_*: a Messages client, a Chat backend
-//     (MessagesToChat; ChatToMessages; Stream). _request_blocks and
-//     _request_encode hold the request's content blocks and its encoding.
-//   - chat_to_messages_*: a Chat client, a Messages backend
-//     (ChatToMessagesRequest; MessagesToChatResponse; ReverseStream).
-//   - responses_to_chat_*: a Responses client, a Chat backend
-//     (ResponsesToChat; ChatToResponses; ResponsesStream).
-//   - chat_to_chat_*, messages_to_messages_*: the same-format
+//   - messages_on_chat_*: a Messages client, a Chat backend
+//     (MessagesOnChatRequest; MessagesOnChatResponse; MessagesOnChatStream).
+//     _request_blocks and _request_encode hold the request's content
+//     blocks and its encoding.
+//   - chat_on_messages_*: a Chat client, a Messages backend
+//     (ChatOnMessagesRequest; ChatOnMessagesResponse; ChatOnMessagesStream).
+//   - responses_on_chat_*: a Responses client, a Chat backend
+//     (ResponsesOnChatRequest; ResponsesOnChatResponse; ResponsesOnChatStream).
+//   - responses_on_messages_*: a Responses client, a Messages backend,
+//     through the Chat format (ResponsesOnMessagesRequest,
+//     ResponsesOnMessagesStream).
+//   - chat_on_chat_*, messages_on_messages_*: the same-format
 //     normalizers, which pass the body through with only the model, the
-//     output limit and what the backend cannot take rewritten (ChatToChat,
-//     ChatResponseModel, ChatStream; MessagesToMessages,
-//     MessagesResponseModel, NativeStream).
+//     output limit and what the backend cannot take rewritten
+//     (ChatOnChatRequest, ChatResponseModel, ChatOnChatStream;
+//     MessagesOnMessagesRequest, MessagesResponseModel,
+//     MessagesOnMessagesStream).
 //
 // Beside them: chat_stream_lanes.go reads a backend's Chat stream for the
 // two stream translators from Chat; decode.go decodes a client's request
@@ -70,7 +76,7 @@ type Target struct {
 type Resolver func(alias string) (Target, error)
 
 // BackendRequest is a request ready for the backend: its /chat/completions,
-// or its /messages for MessagesToMessages and ChatToMessagesRequest.
+// or its /messages for MessagesOnMessagesRequest and ChatOnMessagesRequest.
 // Body may come from bufpool (as does ChatResponseModel's answer); a
 // body sent to a backend is not given back (upstream lets it go once
 // sent, and the garbage collector takes it). Nothing translate returns
@@ -81,7 +87,7 @@ type BackendRequest struct {
 	Stream      bool
 	InputTokens int // estimated prompt tokens (Messages requests; Chat requests to a known window)
 	// IncludeUsage: a Chat client's stream_options.include_usage, for a
-	// stream translated back to it (ChatToMessagesRequest only).
+	// stream translated back to it (ChatOnMessagesRequest only).
 	IncludeUsage bool
 	MaxTokens    int // the output limit sent to the backend; 0 when the request set none
 	// Tools are the tools the request offered, for the calls the backend

@@ -37,7 +37,7 @@ func sentMaxTokens(t *testing.T, body []byte) (int, bool) {
 
 func TestWindowClampsMaxTokens(t *testing.T) {
 	tgt := Target{BackendModel: "m", SupportsSystemMessage: true, ContextWindow: 8192}
-	req, err := MessagesToChat([]byte(promptOf(3000, 128000)), resolverFor(tgt))
+	req, err := MessagesOnChatRequest([]byte(promptOf(3000, 128000)), resolverFor(tgt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,27 +51,27 @@ func TestWindowClampsMaxTokens(t *testing.T) {
 	}
 
 	// A request that fits is left alone.
-	req, _ = MessagesToChat([]byte(promptOf(3000, 1000)), resolverFor(tgt))
+	req, _ = MessagesOnChatRequest([]byte(promptOf(3000, 1000)), resolverFor(tgt))
 	if got, _ := sentMaxTokens(t, req.Body); got != 1000 {
 		t.Errorf("max_tokens %d, want the 1000 asked", got)
 	}
 
 	// max_output_tokens wins over the window.
 	tgt.MaxOutputTokens = 6000
-	req, _ = MessagesToChat([]byte(promptOf(3000, 128000)), resolverFor(tgt))
+	req, _ = MessagesOnChatRequest([]byte(promptOf(3000, 128000)), resolverFor(tgt))
 	if got, _ := sentMaxTokens(t, req.Body); got != 6000 {
 		t.Errorf("max_tokens %d, want max_output_tokens 6000", got)
 	}
 
 	// Unknown window: nothing clamped.
-	req, _ = MessagesToChat([]byte(promptOf(3000, 128000)), resolverFor(tgtPlain))
+	req, _ = MessagesOnChatRequest([]byte(promptOf(3000, 128000)), resolverFor(tgtPlain))
 	if got, _ := sentMaxTokens(t, req.Body); got != 128000 {
 		t.Errorf("max_tokens %d with no window known", got)
 	}
 
 	// Close to the window, the margin gives way: what is left is sent.
 	tgt = Target{BackendModel: "m", SupportsSystemMessage: true, ContextWindow: p + 100}
-	req, err = MessagesToChat([]byte(promptOf(3000, 128000)), resolverFor(tgt))
+	req, err = MessagesOnChatRequest([]byte(promptOf(3000, 128000)), resolverFor(tgt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestWindowClampsMaxTokens(t *testing.T) {
 
 func TestWindowRefusesAPromptThatCannotFit(t *testing.T) {
 	tgt := Target{BackendModel: "m", SupportsSystemMessage: true, ContextWindow: 2048}
-	_, err := MessagesToChat([]byte(promptOf(3000, 100)), resolverFor(tgt))
+	_, err := MessagesOnChatRequest([]byte(promptOf(3000, 100)), resolverFor(tgt))
 	var ce *ContextOverflowError
 	if !errors.As(err, &ce) || ce.Window != 2048 || ce.Tokens < 2500 {
 		t.Fatalf("err %v, want a ContextOverflowError", err)
@@ -92,7 +92,7 @@ func TestWindowRefusesAPromptThatCannotFit(t *testing.T) {
 	}
 	// max_output_tokens does not let it through.
 	tgt.MaxOutputTokens = 10
-	if _, err := MessagesToChat([]byte(promptOf(3000, 100)), resolverFor(tgt)); !errors.As(err, &ce) {
+	if _, err := MessagesOnChatRequest([]byte(promptOf(3000, 100)), resolverFor(tgt)); !errors.As(err, &ce) {
 		t.Errorf("with max_output_tokens: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestWindowChatPassThrough(t *testing.T) {
 	words := strings.Repeat("the quick brown fox jumps over the lazy dog ", 330)
 	body := `{"model":"a","max_completion_tokens":128000,"max_tokens":64000,"messages":[{"role":"user","content":[{"type":"text","text":"` + words + `"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + strings.Repeat("A", 200000) + `"}}]}]}`
 	tgt := Target{BackendModel: "m", SupportsSystemMessage: true, ContextWindow: 8192}
-	req, err := ChatToChat([]byte(body), resolverFor(tgt))
+	req, err := ChatOnChatRequest([]byte(body), resolverFor(tgt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestWindowChatPassThrough(t *testing.T) {
 		t.Errorf("max_tokens %d, max_completion_tokens %d, want %d", m.MaxTokens, m.MaxCompletionTokens, want)
 	}
 	tgt.ContextWindow = 4000
-	_, err = ChatToChat([]byte(`{"model":"a","messages":[{"role":"user","content":"`+words+words+`"}]}`), resolverFor(tgt))
+	_, err = ChatOnChatRequest([]byte(`{"model":"a","messages":[{"role":"user","content":"`+words+words+`"}]}`), resolverFor(tgt))
 	var ce *ContextOverflowError
 	if !errors.As(err, &ce) || ce.Window != 4000 {
 		t.Errorf("a prompt over the window without max_tokens: %v", err)
@@ -134,7 +134,7 @@ func TestNoVisionImagesBecomePlaceholders(t *testing.T) {
 	 {"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},
 	 {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"path":"a.png"}}]},
 	 {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"the file"},{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}]}]}`
-	req, err := MessagesToChat([]byte(body), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true, NoVision: true}))
+	req, err := MessagesOnChatRequest([]byte(body), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true, NoVision: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,13 +158,13 @@ func TestNoVisionImagesBecomePlaceholders(t *testing.T) {
 		t.Errorf("the tool result's image must be its text's placeholder:\n%s", out)
 	}
 	// With vision, the same request carries both images.
-	req, _ = MessagesToChat([]byte(body), resolverFor(tgtPlain))
+	req, _ = MessagesOnChatRequest([]byte(body), resolverFor(tgtPlain))
 	if n := strings.Count(string(req.Body), `"type":"image_url"`); n != 2 {
 		t.Errorf("%d images with vision", n)
 	}
 	// A malformed image is still refused.
 	bad := `{"model":"a","max_tokens":100,"messages":[{"role":"user","content":[{"type":"image"}]}]}`
-	if _, err := MessagesToChat([]byte(bad), resolverFor(Target{BackendModel: "m", NoVision: true})); err == nil {
+	if _, err := MessagesOnChatRequest([]byte(bad), resolverFor(Target{BackendModel: "m", NoVision: true})); err == nil {
 		t.Error("an image without a source passed")
 	}
 }

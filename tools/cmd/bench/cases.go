@@ -144,7 +144,7 @@ func buildCases() ([]*kase, error) {
 				}
 				msgBody = []byte(`{"model":"` + alias + `","max_tokens":64,"messages":[{"role":"user","content":"Say hello in one short sentence."}]` + s + `}`)
 			}
-			br, err := translate.MessagesToChat(msgBody, resolve)
+			br, err := translate.MessagesOnChatRequest(msgBody, resolve)
 			if err != nil {
 				return nil, fmt.Errorf("translating the bench request: %w", err)
 			}
@@ -211,7 +211,7 @@ func nativeCases(client []byte, header http.Header) ([]*kase, error) {
 			return nil, fmt.Errorf("fixture: %w", err)
 		}
 		body = bytes.Replace(body, from, []byte(`"model": "`+nativeAlias+`"`), 1)
-		br, err := translate.MessagesToMessages(body, resolve)
+		br, err := translate.MessagesOnMessagesRequest(body, resolve)
 		if err != nil {
 			return nil, fmt.Errorf("the pass-through of the bench request: %w", err)
 		}
@@ -248,7 +248,7 @@ func responsesCases(resolve translate.Resolver) ([]*kase, error) {
 		if !stream {
 			body, mode = bytes.Replace(recorded, []byte(`"stream":true`), []byte(`"stream":false`), 1), "non-stream"
 		}
-		br, _, err := translate.ResponsesToChat(body, resolve)
+		br, _, err := translate.ResponsesOnChatRequest(body, resolve)
 		if err != nil {
 			return nil, fmt.Errorf("translating the Codex request: %w", err)
 		}

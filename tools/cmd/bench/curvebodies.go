@@ -148,7 +148,7 @@ func mustJSON(v any) json.RawMessage {
 // request with the alias as its model (what a Chat client sends
 // Dragoman).
 func chatPair(msgBody []byte) (backend, client []byte, err error) {
-	br, err := translate.MessagesToChat(msgBody, func(a string) (translate.Target, error) {
+	br, err := translate.MessagesOnChatRequest(msgBody, func(a string) (translate.Target, error) {
 		if a != alias {
 			return translate.Target{}, fmt.Errorf("unknown alias %q", a)
 		}

@@ -44,10 +44,10 @@ const (
 	reverseFailed
 )
 
-// ReverseStream translates one backend Messages stream into the Chat
+// ChatOnMessagesStream translates one backend Messages stream into the Chat
 // chunks of one completion. Its methods append to dst and do no I/O. A
-// ReverseStream is not safe for concurrent use.
-type ReverseStream struct {
+// ChatOnMessagesStream is not safe for concurrent use.
+type ChatOnMessagesStream struct {
 	alias        []byte // the alias as a JSON string
 	created      int64
 	includeUsage bool
@@ -120,24 +120,24 @@ func (d *usageDelta) applyTo(u *messages.Usage) {
 	}
 }
 
-// NewReverseStream returns the translator of one Messages stream into Chat
+// NewChatOnMessagesStream returns the translator of one Messages stream into Chat
 // chunks naming the model alias, stamped created (Unix seconds);
 // includeUsage adds the usage chunk the client asked for with
 // stream_options.include_usage.
-func NewReverseStream(alias string, created int64, includeUsage bool) *ReverseStream {
-	return &ReverseStream{alias: appendQuoted(nil, alias), created: created, includeUsage: includeUsage, blocks: map[int]*reverseBlockState{}}
+func NewChatOnMessagesStream(alias string, created int64, includeUsage bool) *ChatOnMessagesStream {
+	return &ChatOnMessagesStream{alias: appendQuoted(nil, alias), created: created, includeUsage: includeUsage, blocks: map[int]*reverseBlockState{}}
 }
 
 // Done reports whether the completion ended or failed: the caller may stop
 // reading.
-func (r *ReverseStream) Done() bool { return r.phase >= reverseEnded }
+func (r *ChatOnMessagesStream) Done() bool { return r.phase >= reverseEnded }
 
 // Ended reports whether the backend's stream came to message_stop.
-func (r *ReverseStream) Ended() bool { return r.phase == reverseEnded }
+func (r *ChatOnMessagesStream) Ended() bool { return r.phase == reverseEnded }
 
 // BackendUsage returns the usage the backend's stream reported so far, in
 // the Chat form (ChatUsage); nil before its message_start.
-func (r *ReverseStream) BackendUsage() *chat.Usage {
+func (r *ChatOnMessagesStream) BackendUsage() *chat.Usage {
 	if r.phase == reverseNew {
 		return nil
 	}
@@ -148,7 +148,7 @@ func (r *ReverseStream) BackendUsage() *chat.Usage {
 // they complete. An error event returns a *BackendError; an event too
 // large to buffer sse.ErrEventTooLarge; either is returned again by every
 // later Feed.
-func (r *ReverseStream) Feed(dst, p []byte) ([]byte, error) {
+func (r *ChatOnMessagesStream) Feed(dst, p []byte) ([]byte, error) {
 	if r.err != nil {
 		return dst, r.err
 	}
@@ -171,7 +171,7 @@ func (r *ReverseStream) Feed(dst, p []byte) ([]byte, error) {
 
 // Finish reads an event the input left unterminated, at the end of the
 // backend's stream.
-func (r *ReverseStream) Finish(dst []byte) ([]byte, error) {
+func (r *ChatOnMessagesStream) Finish(dst []byte) ([]byte, error) {
 	if r.err != nil || r.phase >= reverseEnded {
 		return dst, r.err
 	}
@@ -181,7 +181,7 @@ func (r *ReverseStream) Finish(dst []byte) ([]byte, error) {
 	return dst, r.err
 }
 
-func (r *ReverseStream) event(dst []byte, name string, data []byte) []byte {
+func (r *ChatOnMessagesStream) event(dst []byte, name string, data []byte) []byte {
 	data = bytes.TrimSpace(data)
 	r.ev = reverseEvent{}
 	if name == messages.EventError {
@@ -292,7 +292,7 @@ func (r *ReverseStream) event(dst []byte, name string, data []byte) []byte {
 }
 
 // open starts the completion with its first chunk, once.
-func (r *ReverseStream) open(dst []byte, messageID string) []byte {
+func (r *ChatOnMessagesStream) open(dst []byte, messageID string) []byte {
 	if r.phase != reverseNew {
 		return dst
 	}
@@ -302,7 +302,7 @@ func (r *ReverseStream) open(dst []byte, messageID string) []byte {
 }
 
 // end writes the finish chunk, the usage chunk when asked for, and [DONE].
-func (r *ReverseStream) end(dst []byte) []byte {
+func (r *ChatOnMessagesStream) end(dst []byte) []byte {
 	dst = r.open(dst, "")
 	r.phase = reverseEnded
 	dst = r.head(dst)
@@ -319,7 +319,7 @@ func (r *ReverseStream) end(dst []byte) []byte {
 }
 
 // head appends a chunk up to the value of its choices.
-func (r *ReverseStream) head(dst []byte) []byte {
+func (r *ChatOnMessagesStream) head(dst []byte) []byte {
 	dst = append(dst, `data: {"id":`...)
 	dst = append(dst, r.id...)
 	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
@@ -330,14 +330,14 @@ func (r *ReverseStream) head(dst []byte) []byte {
 }
 
 // chunk appends a chunk whose delta's members delta writes.
-func (r *ReverseStream) chunk(dst []byte, delta func([]byte) []byte) []byte {
+func (r *ChatOnMessagesStream) chunk(dst []byte, delta func([]byte) []byte) []byte {
 	dst = r.head(dst)
 	dst = append(dst, `[{"index":0,"delta":{`...)
 	dst = delta(dst)
 	return append(dst, "},\"finish_reason\":null}]}\n\n"...)
 }
 
-func (r *ReverseStream) content(dst []byte, field, text string) []byte {
+func (r *ChatOnMessagesStream) content(dst []byte, field, text string) []byte {
 	if text == "" {
 		return dst
 	}
@@ -347,7 +347,7 @@ func (r *ReverseStream) content(dst []byte, field, text string) []byte {
 	})
 }
 
-func (r *ReverseStream) arguments(dst []byte, call int, args string) []byte {
+func (r *ChatOnMessagesStream) arguments(dst []byte, call int, args string) []byte {
 	return r.chunk(dst, func(d []byte) []byte {
 		d = append(d, `"tool_calls":[{"index":`...)
 		d = strconv.AppendInt(d, int64(call), 10)

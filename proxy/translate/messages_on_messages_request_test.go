@@ -51,7 +51,7 @@ func TestMessagesToMessagesBytes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tgt := tgtNative
 			tgt.MaxOutputTokens = tc.maxOutput
-			br, err := MessagesToMessages([]byte(tc.in), resolverFor(tgt))
+			br, err := MessagesOnMessagesRequest([]byte(tc.in), resolverFor(tgt))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestMessagesToMessagesClientFixtures(t *testing.T) {
 			cut(`"system":[{"type":"text","text":`+string(billing)+`},`, `"system":[`)
 			cut(`,"context_management":`+string(f.ContextManagement), "")
 			cut(`"model":"claude-opus-5-5"`, `"model":"qwen3"`)
-			br, err := MessagesToMessages(body, resolverFor(tgtNative))
+			br, err := MessagesOnMessagesRequest(body, resolverFor(tgtNative))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestMessagesToMessagesErrors(t *testing.T) {
 		`{"model":"a","x":{"a" "b"}}`, `{"model":"a","x":[1,]}`, `{"model":"a","x":{"a":1,}}`, `{"model":"a","x":-}`,
 		"{\"model\":\"a\",\"x\":\"\xff\"}", `{"model":"a","x":"\ud800"}`, `{"model":"a","x":[}`, `{"model":"a","x":{]}`,
 		`{"model":"a"} x`, `{"model":"a","x":"}`} {
-		_, err := MessagesToMessages([]byte(in), resolverFor(tgtNative))
+		_, err := MessagesOnMessagesRequest([]byte(in), resolverFor(tgtNative))
 		var re *RequestError
 		if !errors.As(err, &re) {
 			t.Errorf("%s: err = %v, want a *RequestError", in, err)
@@ -136,7 +136,7 @@ func FuzzMessagesToMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, maxOut int) {
 		tgt := tgtNative
 		tgt.MaxOutputTokens = maxOut
-		br, err := MessagesToMessages(body, resolverFor(tgt))
+		br, err := MessagesOnMessagesRequest(body, resolverFor(tgt))
 		var out map[string]jsontext.Value
 		if !fuzzOutput(t, br, err, &out, jsontext.AllowDuplicateNames(true)) {
 			return

@@ -17,13 +17,13 @@ import (
 // digits. The ids of its output items derive from it.
 func NewResponseID() string { return "resp_" + randomHex(12) }
 
-// ChatToResponses translates a non-stream Chat response into a Responses
+// ResponsesOnChatResponse translates a non-stream Chat response into a Responses
 // response object: id responseID, model = alias, output in order a
 // reasoning item (from reasoning_content or reasoning, as reasoning_text
 // content), one message whose content is the text as an output_text part
 // and the backend's refusal as a refusal part, then one function_call per tool
 // call (or a custom_tool_call with the raw input, for a function that
-// stands for a custom tool; see ResponsesToChat), its arguments a JSON
+// stands for a custom tool; see ResponsesOnChatRequest), its arguments a JSON
 // object as ToolInput makes them and its call_id unique in the response (a
 // call without an id, or under one an earlier call has, gets
 // call_<item id>), as the stream gives them; status completed, or
@@ -32,7 +32,7 @@ func NewResponseID() string { return "resp_" + randomHex(12) }
 // first choice is used. It also returns the backend's usage (nil when it
 // sent none), read in the same decode. A body that is not a Chat response
 // is an error (the backend is at fault, not the client).
-func ChatToResponses(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, *chat.Usage, error) {
+func ResponsesOnChatResponse(chatBody []byte, alias, responseID string, createdAt int64, call *ResponsesCall) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
 	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)

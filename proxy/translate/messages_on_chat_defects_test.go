@@ -52,7 +52,7 @@ func streamToolInputs(t *testing.T, in []byte) (ids, inputs []string, stop strin
 // message and returns its tool_use ids and inputs and its stop reason.
 func nonStreamToolInputs(t *testing.T, message, finish string) (ids, inputs []string, text, stop string) {
 	t.Helper()
-	out, err := ChatToMessages([]byte(chatResp(message, finish, "")), "claude-x")
+	out, err := MessagesOnChatResponse([]byte(chatResp(message, finish, "")), "claude-x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package translate
 // The Responses stream translator turns one backend Chat stream into the
 // events of one Responses answer, each with its sequence_number (0, 1, 2…
 // in the order written). It is a state machine in two layers, as the
-// Messages one is (messages_to_chat_stream.go).
+// Messages one is (messages_on_chat_stream.go).
 //
 // The response:
 //
@@ -58,10 +58,10 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
-// ResponsesStream translates one backend Chat stream into the events of
+// ResponsesOnChatStream translates one backend Chat stream into the events of
 // one Responses answer. Its methods append events to dst and return it;
-// they do no I/O. A ResponsesStream is not safe for concurrent use.
-type ResponsesStream struct {
+// they do no I/O. A ResponsesOnChatStream is not safe for concurrent use.
+type ResponsesOnChatStream struct {
 	alias, id string
 	base      string // the id without resp_: item ids are <kind>_<base>_<output_index>
 	createdAt int64
@@ -89,14 +89,14 @@ type outItem struct {
 // item.
 func isMessagePart(k laneKind) bool { return k == laneText || k == laneRefusal }
 
-// NewResponsesStream returns the translator of one backend stream into
+// NewResponsesOnChatStream returns the translator of one backend stream into
 // Responses events. responseID is "resp_…" (NewResponseID); alias is the
 // model the client asked for; call is what the request's translation
 // returned (nil: no custom or namespaced tools); inputTokens estimates the
 // prompt for a backend that never reports usage.
-func NewResponsesStream(alias, responseID string, createdAt int64, call *ResponsesCall, inputTokens int) *ResponsesStream {
+func NewResponsesOnChatStream(alias, responseID string, createdAt int64, call *ResponsesCall, inputTokens int) *ResponsesOnChatStream {
 	base := strings.TrimPrefix(responseID, "resp_")
-	st := &ResponsesStream{alias: alias, id: responseID, base: base, createdAt: createdAt, call: call, inputEst: max(inputTokens, 0),
+	st := &ResponsesOnChatStream{alias: alias, id: responseID, base: base, createdAt: createdAt, call: call, inputEst: max(inputTokens, 0),
 		chatLanes: chatLanes{refusalKind: laneRefusal, idPrefix: "call_" + base + "_"}}
 	st.w = st
 	return st
@@ -104,7 +104,7 @@ func NewResponsesStream(alias, responseID string, createdAt int64, call *Respons
 
 // Start appends response.created and response.in_progress. Later calls
 // append nothing.
-func (s *ResponsesStream) Start(dst []byte) []byte {
+func (s *ResponsesOnChatStream) Start(dst []byte) []byte {
 	if s.phase != phaseNew {
 		return dst
 	}
@@ -124,7 +124,7 @@ func (s *ResponsesStream) Start(dst []byte) []byte {
 
 // Ping appends a keep-alive comment, implying Start. After the response
 // ended or failed it appends nothing.
-func (s *ResponsesStream) Ping(dst []byte) []byte {
+func (s *ResponsesOnChatStream) Ping(dst []byte) []byte {
 	dst = s.Start(dst)
 	if s.phase != phaseOpen {
 		return dst
@@ -134,14 +134,14 @@ func (s *ResponsesStream) Ping(dst []byte) []byte {
 
 // failBackend ends the stream as Fail does when the backend's last event
 // was an error object: with server_error.
-func (s *ResponsesStream) failBackend(dst []byte, message string) []byte {
+func (s *ResponsesOnChatStream) failBackend(dst []byte, message string) []byte {
 	return s.Fail(dst, apierror.ServerError, message)
 }
 
 // Fail appends response.failed, its error carrying code and message, and
 // ends the stream. Start is implied; after the response ended Fail appends
 // nothing.
-func (s *ResponsesStream) Fail(dst []byte, code, message string) []byte {
+func (s *ResponsesOnChatStream) Fail(dst []byte, code, message string) []byte {
 	return failOnce(dst, s.Start, failPhase(&s.phase), func(dst []byte) []byte {
 		if code == "" {
 			code = apierror.ServerError
@@ -154,7 +154,7 @@ func (s *ResponsesStream) Fail(dst []byte, code, message string) []byte {
 
 // push gives content to lane i: out at once if the lane is open, unless
 // it is a tool call's.
-func (s *ResponsesStream) push(dst []byte, i int, content string) []byte {
+func (s *ResponsesOnChatStream) push(dst []byte, i int, content string) []byte {
 	l := &s.lanes[i]
 	l.text = append(l.text, content...)
 	if l.state == laneOpen {
@@ -165,7 +165,7 @@ func (s *ResponsesStream) push(dst []byte, i int, content string) []byte {
 
 // item is output item k: empty and in progress as it opens, whole once
 // its last lane closed.
-func (s *ResponsesStream) item(k int) responses.OutputItem {
+func (s *ResponsesOnChatStream) item(k int) responses.OutputItem {
 	it := &s.items[k]
 	l := &s.lanes[it.first]
 	status, text := responses.StatusInProgress, ""
@@ -202,7 +202,7 @@ func lanePart(k laneKind, text string) responses.OutputPart {
 // openNext opens the next lane: a part of the open message when both are
 // message parts (closing the open part first), else a new item (closing
 // the open item, if any, first).
-func (s *ResponsesStream) openNext(dst []byte) []byte {
+func (s *ResponsesOnChatStream) openNext(dst []byte) []byte {
 	i := s.next
 	l := &s.lanes[i]
 	if i > 0 && s.lanes[i-1].state == laneOpen && isMessagePart(s.lanes[i-1].kind) && isMessagePart(l.kind) {
@@ -238,7 +238,7 @@ func (s *ResponsesStream) openNext(dst []byte) []byte {
 // flush writes what the open message or reasoning item i (the open lane,
 // whose reference openRef holds) got and has not sent, as one delta. A
 // tool call's arguments wait for its close.
-func (s *ResponsesStream) flush(dst []byte, i int) []byte {
+func (s *ResponsesOnChatStream) flush(dst []byte, i int) []byte {
 	l := &s.lanes[i]
 	if l.sent == len(l.text) || l.kind == laneTool {
 		return dst
@@ -266,7 +266,7 @@ var textEvents = [...]struct{ delta, done, member, deltaHead string }{
 
 // closePart closes lane i, a message or reasoning part: its .done event
 // and content_part.done.
-func (s *ResponsesStream) closePart(dst []byte, i int) []byte {
+func (s *ResponsesOnChatStream) closePart(dst []byte, i int) []byte {
 	l := &s.lanes[i]
 	l.state = laneClosed
 	text := string(l.text)
@@ -290,7 +290,7 @@ func (s *ResponsesStream) closePart(dst []byte, i int) []byte {
 
 // closeOpen closes the open item, if any: the item of the last lane
 // started.
-func (s *ResponsesStream) closeOpen(dst []byte) []byte {
+func (s *ResponsesOnChatStream) closeOpen(dst []byte) []byte {
 	i := s.next - 1
 	if i < 0 || s.lanes[i].state != laneOpen {
 		return dst
@@ -328,7 +328,7 @@ func (s *ResponsesStream) closeOpen(dst []byte) []byte {
 
 // end writes every item out, then response.completed or
 // response.incomplete.
-func (s *ResponsesStream) end(dst []byte) []byte {
+func (s *ResponsesOnChatStream) end(dst []byte) []byte {
 	if s.phase != phaseOpen {
 		return dst
 	}
@@ -359,7 +359,7 @@ func (s *ResponsesStream) end(dst []byte) []byte {
 // closed lane's once (the response's output); each lane's events and
 // item take about 1 KB, and the response around them another 1 KB. Room
 // made for it at once spares the buffer several reallocations on the way.
-func (s *ResponsesStream) endSize() int {
+func (s *ResponsesOnChatStream) endSize() int {
 	n := 1 << 10
 	for i := range s.lanes {
 		l := &s.lanes[i]
@@ -373,7 +373,7 @@ func (s *ResponsesStream) endSize() int {
 }
 
 // snapshot is the response with its closed items.
-func (s *ResponsesStream) snapshot(status string) responses.Response {
+func (s *ResponsesOnChatStream) snapshot(status string) responses.Response {
 	r := newResponse(s.id, s.alias, s.createdAt, status, s.call)
 	for k, it := range s.items {
 		if s.lanes[it.first+it.n-1].state == laneClosed {
@@ -383,7 +383,7 @@ func (s *ResponsesStream) snapshot(status string) responses.Response {
 	return r
 }
 
-func (s *ResponsesStream) lifecycle(dst []byte, name string, r *responses.Response) []byte {
+func (s *ResponsesOnChatStream) lifecycle(dst []byte, name string, r *responses.Response) []byte {
 	dst = s.head(dst, name)
 	dst = append(dst, `,"response":`...)
 	dst = appendJSON(dst, r)
@@ -391,7 +391,7 @@ func (s *ResponsesStream) lifecycle(dst []byte, name string, r *responses.Respon
 }
 
 // head starts an event: its name, and its data up to the sequence number.
-func (s *ResponsesStream) head(dst []byte, name string) []byte {
+func (s *ResponsesOnChatStream) head(dst []byte, name string) []byte {
 	dst = append(dst, "event: "...)
 	dst = append(dst, name...)
 	dst = append(dst, "\ndata: {\"type\":\""...)
@@ -407,22 +407,22 @@ func eventHead(name string) string {
 }
 
 // appendSeq appends the next sequence number.
-func (s *ResponsesStream) appendSeq(dst []byte) []byte {
+func (s *ResponsesOnChatStream) appendSeq(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(s.seq), 10)
 	s.seq++
 	return dst
 }
 
-func (s *ResponsesStream) tail(dst []byte) []byte { return append(dst, "}\n\n"...) }
+func (s *ResponsesOnChatStream) tail(dst []byte) []byte { return append(dst, "}\n\n"...) }
 
-func (s *ResponsesStream) appendIndex(dst []byte, i int) []byte {
+func (s *ResponsesOnChatStream) appendIndex(dst []byte, i int) []byte {
 	dst = append(dst, `,"output_index":`...)
 	return strconv.AppendInt(dst, int64(i), 10)
 }
 
 // itemEvent appends an event of lane i's item with one more member, a
 // string.
-func (s *ResponsesStream) itemEvent(dst []byte, name string, i int, member, value string) []byte {
+func (s *ResponsesOnChatStream) itemEvent(dst []byte, name string, i int, member, value string) []byte {
 	dst = s.head(dst, name)
 	dst = s.appendItemRef(dst, i)
 	dst = append(dst, `,"`...)
@@ -433,7 +433,7 @@ func (s *ResponsesStream) itemEvent(dst []byte, name string, i int, member, valu
 }
 
 // appendItemRef appends the id and output_index of lane i's item.
-func (s *ResponsesStream) appendItemRef(dst []byte, i int) []byte {
+func (s *ResponsesOnChatStream) appendItemRef(dst []byte, i int) []byte {
 	k := s.laneItem[i]
 	dst = append(dst, `,"item_id":`...)
 	dst = appendQuoted(dst, s.items[k].id)
@@ -442,7 +442,7 @@ func (s *ResponsesStream) appendItemRef(dst []byte, i int) []byte {
 
 // appendPartRef appends the item reference and content_index of lane i, a
 // message or reasoning part.
-func (s *ResponsesStream) appendPartRef(dst []byte, i int) []byte {
+func (s *ResponsesOnChatStream) appendPartRef(dst []byte, i int) []byte {
 	dst = s.appendItemRef(dst, i)
 	dst = append(dst, `,"content_index":`...)
 	return strconv.AppendInt(dst, int64(i-s.items[s.laneItem[i]].first), 10)

@@ -9,14 +9,14 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
 
-// ChatStream relays a backend's Chat stream to a Chat client. It rewrites
+// ChatOnChatStream relays a backend's Chat stream to a Chat client. It rewrites
 // the top-level "model" of each chunk to the alias the client asked for
 // and passes every other byte as it came: line endings, comments, [DONE],
 // error chunks. It works line by line, so a line split across reads is
 // held until it is whole. A chunk whose JSON spans several data lines, or
-// that is not valid JSON, passes unchanged. A ChatStream is not safe for
+// that is not valid JSON, passes unchanged. A ChatOnChatStream is not safe for
 // concurrent use.
-type ChatStream struct {
+type ChatOnChatStream struct {
 	alias []byte // the alias as a JSON string
 	lines lineFeeder
 	done  bool
@@ -27,28 +27,28 @@ type ChatStream struct {
 	dec  jsontext.Decoder
 }
 
-// NewChatStream returns the relay of one Chat stream whose chunks name
+// NewChatOnChatStream returns the relay of one Chat stream whose chunks name
 // the model alias.
-func NewChatStream(alias string) *ChatStream {
-	return &ChatStream{alias: appendQuoted(nil, alias)}
+func NewChatOnChatStream(alias string) *ChatOnChatStream {
+	return &ChatOnChatStream{alias: appendQuoted(nil, alias)}
 }
 
 // Done reports whether the backend sent [DONE]: the caller may stop
 // reading.
-func (c *ChatStream) Done() bool { return c.done }
+func (c *ChatOnChatStream) Done() bool { return c.done }
 
 // BackendErr returns the last error chunk the backend sent, which Feed
 // relayed as it was, or nil; for the caller's logs and metrics.
-func (c *ChatStream) BackendErr() *BackendError { return c.err }
+func (c *ChatOnChatStream) BackendErr() *BackendError { return c.err }
 
 // Usage returns the usage the backend reported in its last chunk, nil when
 // it sent none.
-func (c *ChatStream) Usage() *chat.Usage { return c.usage }
+func (c *ChatOnChatStream) Usage() *chat.Usage { return c.usage }
 
 // Feed relays raw backend bytes, split anywhere: it appends to dst every
 // line p completes. It fails only when a line outgrows
 // sse.DefaultMaxEventSize, and then keeps failing.
-func (c *ChatStream) Feed(dst, p []byte) ([]byte, error) {
+func (c *ChatOnChatStream) Feed(dst, p []byte) ([]byte, error) {
 	return c.lines.feed(dst, p, c)
 }
 
@@ -94,7 +94,7 @@ func (f *lineFeeder) feed(dst, p []byte, sink lineSink) ([]byte, error) {
 var dataField = []byte("data:")
 
 // line relays one line and its ending.
-func (c *ChatStream) line(dst, line, ending []byte) []byte {
+func (c *ChatOnChatStream) line(dst, line, ending []byte) []byte {
 	payload, ok := bytes.CutPrefix(line, dataField)
 	if !ok {
 		return append(append(dst, line...), ending...)
@@ -123,7 +123,7 @@ var (
 // modelValue finds the value of the top-level "model" member of a JSON
 // object; start is -1 when there is none. On the way it notes a top-level
 // "error" member and a "usage" one.
-func (c *ChatStream) modelValue(obj []byte) (start, end int) {
+func (c *ChatOnChatStream) modelValue(obj []byte) (start, end int) {
 	start = -1
 	if len(obj) == 0 || obj[0] != '{' {
 		return start, 0

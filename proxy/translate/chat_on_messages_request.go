@@ -20,9 +20,9 @@ const DefaultMessagesMaxTokens = 8192
 // Thinking budgets for a Chat request's reasoning_effort.
 var effortBudgets = map[string]int64{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 
-// ChatToMessagesRequest translates a Chat Completions request into a
+// ChatOnMessagesRequest translates a Chat Completions request into a
 // Messages request for a backend that speaks the Messages format (the
-// reverse of MessagesToChat):
+// reverse of MessagesOnChatRequest):
 //   - system and developer messages → the top-level system prompt, as text
 //     blocks in order;
 //   - user content (a string, or text and image_url parts: a data URL
@@ -44,7 +44,7 @@ var effortBudgets = map[string]int64{"minimal": 1024, "low": 1024, "medium": 409
 // What the Messages format cannot carry (n > 1, audio or file parts) is a
 // *RequestError; other members (logprobs, seed, penalties,
 // response_format…) are dropped.
-func ChatToMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error) {
+func ChatOnMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	var req chat.Request
 	if err := json.Unmarshal(body, &req, decodeOpts); err != nil {
 		return BackendRequest{}, decodeError(err)
@@ -129,7 +129,7 @@ func ChatToMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error
 		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, Tools: offeredTools(target, req.Tools, chatToolOf)}, nil
 }
 
-// reverseRequest is the Messages request ChatToMessagesRequest writes.
+// reverseRequest is the Messages request ChatOnMessagesRequest writes.
 type reverseRequest struct {
 	Model         string               `json:"model"`
 	System        []reverseBlock       `json:"system,omitzero"`

@@ -12,7 +12,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 )
 
-// ChatToChat prepares a Chat Completions request for pass-through. Only
+// ChatOnChatRequest prepares a Chat Completions request for pass-through. Only
 // what must change is rewritten, in place; every other byte of the body
 // reaches the backend as the client sent it:
 //   - model becomes Target.BackendModel;
@@ -27,7 +27,7 @@ import (
 //     list stays a list (strings join it as text parts), never a string.
 //
 // BackendRequest.Stream is the request's stream flag.
-func ChatToChat(body []byte, resolve Resolver) (BackendRequest, error) {
+func ChatOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	top, err := scanObject(body, true, func(name []byte) bool {
 		switch string(name) {
 		case "model", "messages", "max_tokens", "max_completion_tokens", "stream", "tools":

@@ -20,7 +20,7 @@ const nativeStream = "event: message_start\r\ndata: {\"type\":\"message_start\",
 func TestNativeStreamRelay(t *testing.T) {
 	want := strings.Replace(nativeStream, `"model":"qwen3"`, `"model":"alias"`, 1)
 	for cut := 0; cut <= len(nativeStream); cut++ {
-		n := NewNativeStream("alias")
+		n := NewMessagesOnMessagesStream("alias")
 		var out []byte
 		for _, part := range []string{nativeStream[:cut], nativeStream[cut:]} {
 			start := len(out)
@@ -46,7 +46,7 @@ func TestNativeStreamRelay(t *testing.T) {
 }
 
 func TestNativeStreamModelAddedAndErrors(t *testing.T) {
-	n := NewNativeStream("a\"b")
+	n := NewMessagesOnMessagesStream("a\"b")
 	out, _ := n.Feed(nil, []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"))
 	want := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"a\\\"b\"}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"
 	if string(out) != want {
@@ -58,7 +58,7 @@ func TestNativeStreamModelAddedAndErrors(t *testing.T) {
 	if got := n.Fail(nil, "api_error", "x"); len(got) != 0 {
 		t.Fatalf("Fail after the end appended %q", got)
 	}
-	broken := NewNativeStream("a")
+	broken := NewMessagesOnMessagesStream("a")
 	broken.Feed(nil, []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\nevent: content_block_start\ndata: {\"type\""))
 	if broken.Done() || broken.Ended() {
 		t.Fatal("a stream cut mid-event counts as ended")
@@ -95,7 +95,7 @@ func TestNativeStreamSkippedStartKeepsItsUsage(t *testing.T) {
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":28}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	for _, skip := range []bool{false, true} {
-		n := NewNativeStream("alias")
+		n := NewMessagesOnMessagesStream("alias")
 		if skip {
 			n.SkipStart()
 		}

@@ -14,11 +14,11 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
 
-// relayChat runs a Chat stream through a ChatStream in pieces cut at the
+// relayChat runs a Chat stream through a ChatOnChatStream in pieces cut at the
 // given offsets.
-func relayChat(t testing.TB, alias string, in []byte, cuts []int) ([]byte, *ChatStream) {
+func relayChat(t testing.TB, alias string, in []byte, cuts []int) ([]byte, *ChatOnChatStream) {
 	t.Helper()
-	c := NewChatStream(alias)
+	c := NewChatOnChatStream(alias)
 	var out []byte
 	prev := 0
 	for _, cut := range append(cuts, len(in)) {
@@ -143,7 +143,7 @@ func TestChatStreamErrorChunks(t *testing.T) {
 }
 
 func TestChatStreamLineTooLong(t *testing.T) {
-	c := NewChatStream("a")
+	c := NewChatOnChatStream("a")
 	big := bytes.Repeat([]byte("x"), 1<<20)
 	var err error
 	for i := 0; i < 20 && err == nil; i++ {
@@ -190,7 +190,7 @@ func BenchmarkChatStream(b *testing.B) {
 	b.ReportAllocs()
 	var dst []byte
 	for b.Loop() {
-		c := NewChatStream("team-coder")
+		c := NewChatOnChatStream("team-coder")
 		dst, _ = c.Feed(dst[:0], in)
 	}
 }

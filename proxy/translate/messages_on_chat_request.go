@@ -10,7 +10,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
-// MessagesToChat translates a Messages request body into a Chat request for
+// MessagesOnChatRequest translates a Messages request body into a Chat request for
 // the backend. It decodes the body, calls resolve(model) and builds the Chat
 // body for that Target. A nil resolve routes every alias to a
 // backend model of the same name that supports system messages.
@@ -19,7 +19,7 @@ import (
 // a JSON string of the Messages body is a valid JSON string in the Chat
 // body, and strings that must be joined (system blocks, tool result parts,
 // folded system turns) are joined in their escaped form.
-func MessagesToChat(body []byte, resolve Resolver) (BackendRequest, error) {
+func MessagesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	var req messages.Request
 	if err := decode(body, &req); err != nil {
 		return BackendRequest{}, err

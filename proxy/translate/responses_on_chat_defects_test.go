@@ -28,7 +28,7 @@ func streamedOutput(t *testing.T, in []byte) []responses.OutputItem {
 // nonStreamOutput translates a non-stream answer with the given message.
 func nonStreamOutput(t *testing.T, message, finish string) []responses.OutputItem {
 	t.Helper()
-	out, _, err := ChatToResponses([]byte(chatResp(message, finish, "")), "alias", "resp_t", 7, customCall())
+	out, _, err := ResponsesOnChatResponse([]byte(chatResp(message, finish, "")), "alias", "resp_t", 7, customCall())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,20 +20,20 @@ import (
 // retry, instead of the whole answer failing.
 const RawArgumentsKey = "raw_arguments"
 
-// ChatToMessages translates a non-stream Chat response into a Messages
+// MessagesOnChatResponse translates a non-stream Chat response into a Messages
 // response: id "msg_"+…, model = alias, content in order thinking (from
 // reasoning_content or reasoning), text, one tool_use per tool call, the
 // stop reason mapped (MapFinishReason), usage always present. Only the first
 // choice is used. A body that is not a Chat response is an error (not a
 // *RequestError: the backend is at fault).
-func ChatToMessages(chatBody []byte, alias string) ([]byte, error) {
-	out, _, err := ChatToMessagesWithUsage(chatBody, alias)
+func MessagesOnChatResponse(chatBody []byte, alias string) ([]byte, error) {
+	out, _, err := MessagesOnChatResponseWithUsage(chatBody, alias)
 	return out, err
 }
 
-// ChatToMessagesWithUsage is ChatToMessages that also returns the backend's
+// MessagesOnChatResponseWithUsage is MessagesOnChatResponse that also returns the backend's
 // usage (nil when it sent none), read in the same decode.
-func ChatToMessagesWithUsage(chatBody []byte, alias string) ([]byte, *chat.Usage, error) {
+func MessagesOnChatResponseWithUsage(chatBody []byte, alias string) ([]byte, *chat.Usage, error) {
 	var resp chat.Response
 	if err := json.Unmarshal(chatBody, &resp, decodeOpts); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a chat completion: %w", err)

@@ -57,9 +57,9 @@ func requireSameJSON(t testing.TB, got []byte, want string) {
 
 func toChat(t testing.TB, body string, tgt Target) BackendRequest {
 	t.Helper()
-	br, err := MessagesToChat([]byte(body), resolverFor(tgt))
+	br, err := MessagesOnChatRequest([]byte(body), resolverFor(tgt))
 	if err != nil {
-		t.Fatalf("MessagesToChat: %v\nbody: %s", err, body)
+		t.Fatalf("MessagesOnChatRequest: %v\nbody: %s", err, body)
 	}
 	return br
 }
@@ -426,7 +426,7 @@ func TestMessagesToChatErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := MessagesToChat([]byte(tt.body), resolverFor(tgtPlain))
+			_, err := MessagesOnChatRequest([]byte(tt.body), resolverFor(tgtPlain))
 			var re *RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v (%T), want a *RequestError", err, err)
@@ -444,7 +444,7 @@ func (e *unknownAlias) Error() string { return "NotFoundError: " + e.alias }
 
 func TestMessagesToChatResolver(t *testing.T) {
 	var asked string
-	_, err := MessagesToChat([]byte(req(`"messages":[{"role":"user","content":"q"}]`)), func(alias string) (Target, error) {
+	_, err := MessagesOnChatRequest([]byte(req(`"messages":[{"role":"user","content":"q"}]`)), func(alias string) (Target, error) {
 		asked = alias
 		return Target{}, fmt.Errorf("routing: %w", &unknownAlias{alias})
 	})
@@ -459,12 +459,12 @@ func TestMessagesToChatResolver(t *testing.T) {
 
 	// A bad body is reported before the alias is resolved.
 	called := false
-	_, err = MessagesToChat([]byte(`{"model":"a"`), func(string) (Target, error) { called = true; return tgtPlain, nil })
+	_, err = MessagesOnChatRequest([]byte(`{"model":"a"`), func(string) (Target, error) { called = true; return tgtPlain, nil })
 	if !errors.As(err, &re) || called {
 		t.Errorf("malformed body: err = %v, resolver called = %v", err, called)
 	}
 
-	// Stream and Target come back.
+	// MessagesOnChatStream and Target come back.
 	br := toChat(t, req(`"stream":true,"messages":[{"role":"user","content":"q"}]`), Target{BackendModel: "qwen3"})
 	if !br.Stream || br.Target.BackendModel != "qwen3" || br.Target.Alias != "a" {
 		t.Errorf("BackendRequest = %+v", br)

@@ -10,18 +10,18 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
 
-// NativeStream relays the Messages stream of a backend that serves the
+// MessagesOnMessagesStream relays the Messages stream of a backend that serves the
 // format itself to a Messages client. It rewrites the model of
 // message_start's message to the alias the client asked for and passes
 // every other byte as it came. It hands out whole events only (the lines
 // of an event and the blank line that ends it), so the caller may write a
-// ping between any two of its outputs. A NativeStream is not safe for
+// ping between any two of its outputs. A MessagesOnMessagesStream is not safe for
 // concurrent use.
 //
 //	open ──Feed: message_stop or error event──▶ done (Feed appends nothing more)
 //	open ──EOF──▶ the caller asks Ended: false means the stream broke off, and
 //	              Fail appends the error event that ends it for the client.
-type NativeStream struct {
+type MessagesOnMessagesStream struct {
 	alias   []byte // the alias as a JSON string
 	lines   lineFeeder
 	event   []byte // the lines of the event so far
@@ -35,27 +35,27 @@ type NativeStream struct {
 	counted bool // a usage came
 }
 
-// NewNativeStream returns the relay of one Messages stream whose
+// NewMessagesOnMessagesStream returns the relay of one Messages stream whose
 // message_start names the model alias.
-func NewNativeStream(alias string) *NativeStream {
-	return &NativeStream{alias: appendQuoted(nil, alias)}
+func NewMessagesOnMessagesStream(alias string) *MessagesOnMessagesStream {
+	return &MessagesOnMessagesStream{alias: appendQuoted(nil, alias)}
 }
 
 // SkipStart makes the relay leave out the backend's message_start: the
 // caller already sent one of its own. Its usage still counts
 // (BackendUsage).
-func (n *NativeStream) SkipStart() { n.skip = true }
+func (n *MessagesOnMessagesStream) SkipStart() { n.skip = true }
 
 // Done reports whether the backend's stream ended (message_stop or an
 // error event): the caller may stop reading.
-func (n *NativeStream) Done() bool { return n.done }
+func (n *MessagesOnMessagesStream) Done() bool { return n.done }
 
 // Ended reports whether the stream ended with message_stop.
-func (n *NativeStream) Ended() bool { return n.stopped }
+func (n *MessagesOnMessagesStream) Ended() bool { return n.stopped }
 
 // BackendUsage returns the usage of message_start and message_delta so
 // far, in the Chat form (ChatUsage); nil when none came.
-func (n *NativeStream) BackendUsage() *chat.Usage {
+func (n *MessagesOnMessagesStream) BackendUsage() *chat.Usage {
 	if !n.counted {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (n *NativeStream) BackendUsage() *chat.Usage {
 
 // BackendErr returns the error event the backend sent, which Feed relayed
 // as it was, or nil; for the caller's logs.
-func (n *NativeStream) BackendErr() *BackendError { return n.err }
+func (n *MessagesOnMessagesStream) BackendErr() *BackendError { return n.err }
 
 var (
 	eventField       = []byte("event:")
@@ -77,7 +77,7 @@ var (
 // Feed relays raw backend bytes, split anywhere: it appends to dst every
 // event p completes. It fails only when an event outgrows
 // sse.DefaultMaxEventSize, and then keeps failing.
-func (n *NativeStream) Feed(dst, p []byte) ([]byte, error) {
+func (n *MessagesOnMessagesStream) Feed(dst, p []byte) ([]byte, error) {
 	if n.done {
 		return dst, nil
 	}
@@ -89,7 +89,7 @@ func (n *NativeStream) Feed(dst, p []byte) ([]byte, error) {
 }
 
 // line takes one line and its ending; a blank line ends the event.
-func (n *NativeStream) line(dst, line, ending []byte) []byte {
+func (n *MessagesOnMessagesStream) line(dst, line, ending []byte) []byte {
 	if n.done {
 		return dst
 	}
@@ -149,7 +149,7 @@ func (n *NativeStream) line(dst, line, ending []byte) []byte {
 
 // noteUsage takes the usage of a message_start (message.usage) or a
 // message_delta (usage: the counts it names replace those so far).
-func (n *NativeStream) noteUsage(data []byte) {
+func (n *MessagesOnMessagesStream) noteUsage(data []byte) {
 	var ev struct {
 		Message *struct {
 			Usage *messages.Usage `json:"usage"`
@@ -170,7 +170,7 @@ func (n *NativeStream) noteUsage(data []byte) {
 
 // startModel rewrites message.model in the data of a message_start event;
 // ok is false when the data is not such an event.
-func (n *NativeStream) startModel(data []byte) ([]byte, bool) {
+func (n *MessagesOnMessagesStream) startModel(data []byte) ([]byte, bool) {
 	top, err := scanObject(data, false, func(name []byte) bool { return string(name) == "type" || string(name) == "message" })
 	if err != nil {
 		return nil, false
@@ -228,6 +228,6 @@ func messagesErrorType(e *BackendError) string {
 
 // Fail appends an error event in the Messages error shape, for a stream
 // that broke off (Ended is false). After Done it appends nothing.
-func (n *NativeStream) Fail(dst []byte, errType, message string) []byte {
+func (n *MessagesOnMessagesStream) Fail(dst []byte, errType, message string) []byte {
 	return failOnce(dst, nil, endOnce(&n.done), func(dst []byte) []byte { return appendErrorEvent(dst, errType, message) })
 }

@@ -32,7 +32,7 @@ func codexBody(t testing.TB, name string) []byte {
 // testdata/responses/request/NAME.SUFFIX.json.
 func TestResponsesToChatGolden(t *testing.T) {
 	requestGolden(t, filepath.Join("testdata", "responses", "request"), fixtures.CodexRequests(), 5, codexBody, func(body []byte, res Resolver) (BackendRequest, error) {
-		br, _, err := ResponsesToChat(body, res)
+		br, _, err := ResponsesOnChatRequest(body, res)
 		return br, err
 	})
 }
@@ -48,7 +48,7 @@ func TestResponsesToChatCodex(t *testing.T) {
 		}
 		for _, gt := range goldenTargets {
 			t.Run(name+"/"+gt.suffix, func(t *testing.T) {
-				br, call, err := ResponsesToChat(body, resolverFor(gt.target))
+				br, call, err := ResponsesOnChatRequest(body, resolverFor(gt.target))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +129,7 @@ func slicesContain(s []string, v string) bool {
 
 func TestResponsesToChatFields(t *testing.T) {
 	tgt := Target{BackendModel: "m", SupportsSystemMessage: true, SupportsReasoningEffort: true, MaxOutputTokens: 100}
-	br, _, err := ResponsesToChat([]byte(`{"model":"a","instructions":"Be brief.","input":[
+	br, _, err := ResponsesOnChatRequest([]byte(`{"model":"a","instructions":"Be brief.","input":[
 		{"role":"developer","content":"dev"},
 		{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]},
 		{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"thought"}]},
@@ -177,7 +177,7 @@ func TestResponsesToChatErrors(t *testing.T) {
 		{`{"model":"a","input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"namespace","name":"m","tools":[{"type":"custom"}]}]}]}`, "tools.0.tools.0.tools.0.name: required"},
 		{`{"model":`, "malformed JSON"},
 	} {
-		_, _, err := ResponsesToChat([]byte(c.body), nil)
+		_, _, err := ResponsesOnChatRequest([]byte(c.body), nil)
 		var re *RequestError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want a RequestError with %q", c.body, err, c.want)
@@ -186,7 +186,7 @@ func TestResponsesToChatErrors(t *testing.T) {
 }
 
 func customCall() *ResponsesCall {
-	_, call, err := ResponsesToChat([]byte(`{"model":"a","input":"x","tools":[{"type":"custom","name":"apply_patch"},{"type":"function","name":"f"}]}`), nil)
+	_, call, err := ResponsesOnChatRequest([]byte(`{"model":"a","input":"x","tools":[{"type":"custom","name":"apply_patch"},{"type":"function","name":"f"}]}`), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -204,7 +204,7 @@ func TestChatToResponses(t *testing.T) {
 			`"status":"incomplete","error":null,"incomplete_details":{"reason":"max_output_tokens"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, _, err := ChatToResponses([]byte(c.chatBody), "alias", "resp_t", 7, call)
+			out, _, err := ResponsesOnChatResponse([]byte(c.chatBody), "alias", "resp_t", 7, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +216,7 @@ func TestChatToResponses(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := ChatToResponses([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
+	if _, _, err := ResponsesOnChatResponse([]byte(`[1]`), "a", "resp_x", 0, nil); err == nil {
 		t.Error("a non-Chat body was accepted")
 	}
 }
@@ -224,7 +224,7 @@ func TestChatToResponses(t *testing.T) {
 // runResponsesStream translates a backend stream fed in pieces cut at the
 // given offsets, as the server does.
 func runResponsesStream(in []byte, cuts []int, call *ResponsesCall) []byte {
-	out, _ := feedCut(NewResponsesStream("alias", "resp_t", 7, call, 42), in, cuts, apierror.ServerError)
+	out, _ := feedCut(NewResponsesOnChatStream("alias", "resp_t", 7, call, 42), in, cuts, apierror.ServerError)
 	return out
 }
 
@@ -288,7 +288,7 @@ func TestResponsesStreamCustomAndParallel(t *testing.T) {
 }
 
 func TestResponsesStreamLifecycle(t *testing.T) {
-	s := NewResponsesStream("a", "resp_t", 0, nil, 3)
+	s := NewResponsesOnChatStream("a", "resp_t", 0, nil, 3)
 	out := s.Ping(nil)
 	if !bytes.HasSuffix(out, []byte(": keepalive\n\n")) || !bytes.Contains(out, []byte("response.in_progress")) {
 		t.Fatalf("ping: %s", out)
@@ -514,7 +514,7 @@ func FuzzResponsesToChat(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, systemRole bool, maxOut int) {
 		tgt := Target{BackendModel: "m", SupportsSystemMessage: systemRole, SupportsReasoningEffort: true, MaxOutputTokens: maxOut}
-		br, call, err := ResponsesToChat(body, resolverFor(tgt))
+		br, call, err := ResponsesOnChatRequest(body, resolverFor(tgt))
 		var out chat.Request
 		// Tool schemas go as the client wrote them, repeated names too.
 		if !fuzzOutput(t, br, err, &out, jsontext.AllowDuplicateNames(true)) {
@@ -568,7 +568,7 @@ func FuzzChatToResponses(f *testing.F) {
 	f.Add([]byte(chatResp(`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"[1]"}}]}`, `"length"`, "")))
 	call := customCall()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, _, err := ChatToResponses(body, "alias", "resp_t", 7, call)
+		out, _, err := ResponsesOnChatResponse(body, "alias", "resp_t", 7, call)
 		if err != nil {
 			return
 		}
@@ -597,7 +597,7 @@ func FuzzChatToResponses(f *testing.F) {
 // is not a string is refused.
 func TestResponsesToChatTextKeptQuoted(t *testing.T) {
 	body := `{"model":"a","input":[{"role":"user","content":[{"type":"input_text","text":"say \"hi\"\\"},{"type":"input_text","text":"caf\u00e9 \ud83d\ude00"},{"type":"input_text","text":null}]}]}`
-	br, _, err := ResponsesToChat([]byte(body), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true}))
+	br, _, err := ResponsesOnChatRequest([]byte(body), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func TestResponsesToChatTextKeptQuoted(t *testing.T) {
 	if err := json.Unmarshal(out.Messages[0].Content, &content); err != nil || content != "say \"hi\"\\\n\ncafé 😀" {
 		t.Fatalf("content %q (%v), body %s", content, err, br.Body)
 	}
-	_, _, err = ResponsesToChat([]byte(`{"model":"a","input":[{"role":"user","content":[{"type":"input_text","text":5}]}]}`), resolverFor(Target{BackendModel: "m"}))
+	_, _, err = ResponsesOnChatRequest([]byte(`{"model":"a","input":[{"role":"user","content":[{"type":"input_text","text":5}]}]}`), resolverFor(Target{BackendModel: "m"}))
 	var re *RequestError
 	if !errors.As(err, &re) || !strings.Contains(re.Msg, "input.0.content.0.text: must be a string") {
 		t.Fatalf("a number as text: %v", err)
@@ -623,11 +623,11 @@ func TestResponsesEchoMaxOutputTokens(t *testing.T) {
 		{`{"model":"a","input":"x","max_output_tokens":777}`, `"max_output_tokens":777`},
 		{`{"model":"a","input":"x"}`, `"max_output_tokens":null`},
 	} {
-		_, call, err := ResponsesToChat([]byte(c.body), resolverFor(Target{}))
+		_, call, err := ResponsesOnChatRequest([]byte(c.body), resolverFor(Target{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _, err := ChatToResponses([]byte(chatResp(`{"role":"assistant","content":"Hi"}`, `"stop"`, "")), "a", "resp_t", 7, call)
+		out, _, err := ResponsesOnChatResponse([]byte(chatResp(`{"role":"assistant","content":"Hi"}`, `"stop"`, "")), "a", "resp_t", 7, call)
 		if err != nil {
 			t.Fatal(err)
 		}

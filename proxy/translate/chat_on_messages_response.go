@@ -12,8 +12,8 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
-// MessagesToChatResponse translates a non-stream Messages response into a
-// Chat Completions response (the reverse of ChatToMessages): id
+// ChatOnMessagesResponse translates a non-stream Messages response into a
+// Chat Completions response (the reverse of MessagesOnChatResponse): id
 // "chatcmpl-"+…, model = alias, one choice whose message has the text
 // blocks joined as content (null when there is none), the thinking blocks
 // joined as reasoning_content, and one tool call per tool_use block (its
@@ -22,7 +22,7 @@ import (
 // prompt_tokens and named in prompt_tokens_details. created is the Unix
 // time the caller stamps. A body that is not a Messages response is an
 // error (not a *RequestError: the backend is at fault).
-func MessagesToChatResponse(body []byte, alias string, created int64) ([]byte, *chat.Usage, error) {
+func ChatOnMessagesResponse(body []byte, alias string, created int64) ([]byte, *chat.Usage, error) {
 	var resp messages.Response
 	if err := json.Unmarshal(body, &resp, decodeOpts, jsontext.AllowInvalidUTF8(true)); err != nil {
 		return nil, nil, fmt.Errorf("translate: backend response is not a message: %w", err)

@@ -45,7 +45,7 @@ import (
 )
 
 // BackendError is an error object a backend sent in its stream in place of
-// a chunk. The caller ends the client's stream with Stream.Fail.
+// a chunk. The caller ends the client's stream with MessagesOnChatStream.Fail.
 type BackendError struct {
 	Type    string // the backend's error type, e.g. "server_error"; may be ""
 	Message string
@@ -67,22 +67,22 @@ const (
 	phaseFailed
 )
 
-// Stream translates one backend Chat stream into the Messages events of
+// MessagesOnChatStream translates one backend Chat stream into the Messages events of
 // one message. Its methods append events to dst and return it; they do no
-// I/O. A Stream is not safe for concurrent use.
-type Stream struct {
+// I/O. A MessagesOnChatStream is not safe for concurrent use.
+type MessagesOnChatStream struct {
 	alias, id   string
 	inputTokens int
 
 	chatLanes
 }
 
-// NewStream returns the translator of one backend stream into Messages
+// NewMessagesOnChatStream returns the translator of one backend stream into Messages
 // events for the client. messageID is "msg_..." chosen by the caller; alias
 // is the model name the client asked for; inputTokens is an estimate used
 // in message_start's usage (a Chat stream reports usage only at its end).
-func NewStream(alias, messageID string, inputTokens int) *Stream {
-	st := &Stream{alias: alias, id: messageID, inputTokens: max(inputTokens, 0),
+func NewMessagesOnChatStream(alias, messageID string, inputTokens int) *MessagesOnChatStream {
+	st := &MessagesOnChatStream{alias: alias, id: messageID, inputTokens: max(inputTokens, 0),
 		chatLanes: chatLanes{refusalKind: laneText, idPrefix: "toolu_" + strings.TrimPrefix(messageID, "msg_") + "_"}}
 	st.w = st
 	return st
@@ -90,7 +90,7 @@ func NewStream(alias, messageID string, inputTokens int) *Stream {
 
 // Start appends message_start, the first event of the stream. Later calls
 // append nothing.
-func (s *Stream) Start(dst []byte) []byte {
+func (s *MessagesOnChatStream) Start(dst []byte) []byte {
 	if s.phase != phaseNew {
 		return dst
 	}
@@ -108,7 +108,7 @@ func (s *Stream) Start(dst []byte) []byte {
 
 // Ping appends a ping event, implying Start. After the message ended or
 // failed it appends nothing.
-func (s *Stream) Ping(dst []byte) []byte {
+func (s *MessagesOnChatStream) Ping(dst []byte) []byte {
 	dst = s.Start(dst)
 	if s.phase != phaseOpen {
 		return dst
@@ -125,7 +125,7 @@ func AppendPing(dst []byte) []byte {
 
 // failBackend ends the stream as Fail does when the backend's last event
 // was an error object: with api_error.
-func (s *Stream) failBackend(dst []byte, message string) []byte {
+func (s *MessagesOnChatStream) failBackend(dst []byte, message string) []byte {
 	return s.Fail(dst, messages.APIError, message)
 }
 
@@ -133,13 +133,13 @@ func (s *Stream) failBackend(dst []byte, message string) []byte {
 // stream: after it nothing more is appended. errType is a Messages error
 // type ("api_error" when empty). Start is implied; after the message ended
 // Fail appends nothing.
-func (s *Stream) Fail(dst []byte, errType, message string) []byte {
+func (s *MessagesOnChatStream) Fail(dst []byte, errType, message string) []byte {
 	return failOnce(dst, s.Start, failPhase(&s.phase), func(dst []byte) []byte { return appendErrorEvent(dst, errType, message) })
 }
 
 // push gives content to lane i: text and thinking out at once if the lane
 // is open, held if it waits; tool arguments held until the lane closes.
-func (s *Stream) push(dst []byte, i int, content string) []byte {
+func (s *MessagesOnChatStream) push(dst []byte, i int, content string) []byte {
 	l := &s.lanes[i]
 	if l.state == laneOpen && l.kind != laneTool {
 		return appendBlockDelta(dst, i, l.kind, content)
@@ -149,7 +149,7 @@ func (s *Stream) push(dst []byte, i int, content string) []byte {
 }
 
 // openNext closes the open lane, if any, and opens the next one.
-func (s *Stream) openNext(dst []byte) []byte {
+func (s *MessagesOnChatStream) openNext(dst []byte) []byte {
 	dst = s.closeOpen(dst)
 	i := s.next
 	s.next++
@@ -165,7 +165,7 @@ func (s *Stream) openNext(dst []byte) []byte {
 
 // closeOpen closes the open lane, if any: the last one started. A tool
 // lane's input goes out first, in one delta.
-func (s *Stream) closeOpen(dst []byte) []byte {
+func (s *MessagesOnChatStream) closeOpen(dst []byte) []byte {
 	i := s.next - 1
 	if i < 0 || s.lanes[i].state != laneOpen {
 		return dst
@@ -230,7 +230,7 @@ func appendBlockDelta[T ~string | ~[]byte](dst []byte, index int, kind laneKind,
 
 // end writes the end of the message: every lane out, the open one closed,
 // message_delta and message_stop.
-func (s *Stream) end(dst []byte) []byte {
+func (s *MessagesOnChatStream) end(dst []byte) []byte {
 	if s.phase != phaseOpen {
 		return dst
 	}

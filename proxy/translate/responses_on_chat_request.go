@@ -52,14 +52,14 @@ func chatToolName(namespace, name string) string {
 // stands for a custom (free-form) tool such as Codex's apply_patch.
 const customInputKey = "input"
 
-// ResponsesToChat translates a Responses request body into a Chat request
+// ResponsesOnChatRequest translates a Responses request body into a Chat request
 // for the backend of its model alias. It is stateless: a request that
 // names previous_response_id is refused, the client must send the whole
 // conversation (Codex does). The mapping:
 //
 //   - instructions, and system or developer messages → system messages (a
 //     backend without a system role gets them folded into user text, as
-//     ChatToChat does); user and assistant messages → the same roles, their
+//     ChatOnChatRequest does); user and assistant messages → the same roles, their
 //     input_text / output_text parts as text, input_image as image_url parts;
 //     adjacent messages of one role are merged so roles alternate;
 //   - function_call items → the assistant's tool_calls (consecutive calls
@@ -87,7 +87,7 @@ const customInputKey = "input"
 // The body is decoded with jsonv2 (raw values as slices of it) and the
 // Chat body written directly, texts, descriptions and schemas copied as
 // the client escaped them.
-func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
+func ResponsesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
 	if err := decode(body, &req); err != nil {
 		return BackendRequest{}, nil, err
@@ -95,7 +95,7 @@ func ResponsesToChat(body []byte, resolve Resolver) (BackendRequest, *ResponsesC
 	return responsesBuild(body, &req, resolve)
 }
 
-// responsesBuild is ResponsesToChat on a decoded request.
+// responsesBuild is ResponsesOnChatRequest on a decoded request.
 func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 		return BackendRequest{}, nil, invalidf("previous_response_id: not supported: the proxy is stateless and keeps no responses. Send the whole conversation in input (and store: false) instead")
@@ -185,7 +185,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 }
 
 // estimateTurns is the promptEstimate of the Chat messages and tools
-// ResponsesToChat writes.
+// ResponsesOnChatRequest writes.
 func estimateTurns(turns []chatTurn, tools []chatTool) int {
 	var e promptEstimate
 	for i := range turns {

@@ -26,7 +26,7 @@ func TestChatToMessagesRequest(t *testing.T) {
 	"max_completion_tokens":99999,"stop":"END","temperature":0.5,"top_k":4,"user":"u1","reasoning_effort":"medium",
 	"tools":[{"type":"function","function":{"name":"Bash","description":"run","parameters":{"type":"object"}}},{"type":"function","function":{"name":"Nop"}}],
 	"tool_choice":"required","parallel_tool_calls":false,"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"seed":3}`
-	br, err := ChatToMessagesRequest([]byte(in), resolverFor(Target{BackendModel: "qwen3", MaxOutputTokens: 8192}))
+	br, err := ChatOnMessagesRequest([]byte(in), resolverFor(Target{BackendModel: "qwen3", MaxOutputTokens: 8192}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestChatToMessagesRequestErrors(t *testing.T) {
 		`{"model":"a","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:x"}}]}]}`: "data URL",
 		`{"model":"a","messages":[{"role":"user","content":"q"}],"max_tokens":0}`:                                  "max_tokens",
 	} {
-		_, err := ChatToMessagesRequest([]byte(in), nil)
+		_, err := ChatOnMessagesRequest([]byte(in), nil)
 		var re *RequestError
 		if !errors.As(err, &re) || !strings.Contains(re.Msg, want) {
 			t.Errorf("%s: err %v, want a *RequestError about %s", in, err, want)
@@ -70,7 +70,7 @@ func TestMessagesToChatResponse(t *testing.T) {
 		{"type":"thinking","thinking":"think","signature":"s"},{"type":"text","text":"Hi "},{"type":"text","text":"there"},
 		{"type":"tool_use","id":"toolu_1","name":"Bash","input":{ "command" : "ls" }}],
 		"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":90}}`
-	out, _, err := MessagesToChatResponse([]byte(in), "alias", 7)
+	out, _, err := ChatOnMessagesResponse([]byte(in), "alias", 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +78,13 @@ func TestMessagesToChatResponse(t *testing.T) {
 		"message":{"role":"assistant","content":"Hi there","reasoning_content":"think","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}"}}]},
 		"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":90}}}`)
 	for reason, want := range map[string]string{"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "content_filter", "pause_turn": "stop"} {
-		out, _, _ := MessagesToChatResponse([]byte(`{"type":"message","content":[],"stop_reason":"`+reason+`","usage":{}}`), "a", 0)
+		out, _, _ := ChatOnMessagesResponse([]byte(`{"type":"message","content":[],"stop_reason":"`+reason+`","usage":{}}`), "a", 0)
 		var r chat.Response
 		if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) != 1 || r.Choices[0].FinishReason != want || r.Choices[0].Message.Content == nil {
 			t.Errorf("%s: %s", reason, out)
 		}
 	}
-	if _, _, err := MessagesToChatResponse([]byte(`{"type":"error","error":{}}`), "a", 0); err == nil {
+	if _, _, err := ChatOnMessagesResponse([]byte(`{"type":"error","error":{}}`), "a", 0); err == nil {
 		t.Error("an error body passed as a message")
 	}
 }
@@ -137,7 +137,7 @@ data: [DONE]
 // chunks are the same whatever the split.
 func TestReverseStreamSplits(t *testing.T) {
 	for cut := 0; cut <= len(reverseInput); cut += 7 {
-		rs := NewReverseStream("alias", 5, true)
+		rs := NewChatOnMessagesStream("alias", 5, true)
 		out, err := rs.Feed(nil, []byte(reverseInput[:cut]))
 		if err == nil {
 			out, err = rs.Feed(out, []byte(reverseInput[cut:]))
@@ -158,13 +158,13 @@ func TestReverseStreamSplits(t *testing.T) {
 }
 
 func TestReverseStreamErrorAndBreak(t *testing.T) {
-	rs := NewReverseStream("a", 0, false)
+	rs := NewChatOnMessagesStream("a", 0, false)
 	_, err := rs.Feed(nil, []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"))
 	var be *BackendError
 	if !errors.As(err, &be) || be.Message != "busy" || be.Type != "overloaded_error" || !rs.Done() || rs.Ended() {
 		t.Fatalf("err %v done %v ended %v", err, rs.Done(), rs.Ended())
 	}
-	cut := NewReverseStream("a", 0, false)
+	cut := NewChatOnMessagesStream("a", 0, false)
 	out, err := cut.Feed(nil, []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
 	if err != nil || cut.Ended() || strings.Contains(string(out), "[DONE]") || strings.Contains(string(out), "usage") {
 		t.Fatalf("a stream without message_stop: err %v ended %v\n%s", err, cut.Ended(), out)
@@ -213,7 +213,7 @@ func FuzzReverseStream(f *testing.F) {
 		if cut < 0 || cut > len(in) {
 			cut = len(in) / 2
 		}
-		rs := NewReverseStream("alias", 1, true)
+		rs := NewChatOnMessagesStream("alias", 1, true)
 		out, err := rs.Feed(nil, in[:cut])
 		if err == nil {
 			out, err = rs.Feed(out, in[cut:])
@@ -233,7 +233,7 @@ func FuzzChatToMessagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"q"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"stop":["x"],"max_tokens":5,"reasoning_effort":"high"}`), 0)
 	f.Add([]byte(`{"model":"a","messages":[{"role":"user","content":"hi"}],"stream":true,"parallel_tool_calls":false}`), 100)
 	f.Fuzz(func(t *testing.T, body []byte, maxOut int) {
-		br, err := ChatToMessagesRequest(body, resolverFor(Target{BackendModel: "m", MaxOutputTokens: maxOut}))
+		br, err := ChatOnMessagesRequest(body, resolverFor(Target{BackendModel: "m", MaxOutputTokens: maxOut}))
 		var out messages.Request
 		if !fuzzOutput(t, br, err, &out) {
 			return

@@ -11,7 +11,7 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
-// MessagesToMessages prepares a Messages request for a backend that serves
+// MessagesOnMessagesRequest prepares a Messages request for a backend that serves
 // the Messages format itself (a vendora/ route). Every byte of the body
 // reaches the backend as the client sent it, except:
 //   - model becomes Target.BackendModel;
@@ -24,7 +24,7 @@ import (
 // The body is validated as JSON; what the Messages format asks of it
 // beyond model is the backend's to judge. BackendRequest.Stream is the
 // request's stream flag.
-func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
+func MessagesOnMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	top, err := scanObject(body, false, nil)
 	if err != nil {
 		return BackendRequest{}, err
@@ -32,7 +32,7 @@ func MessagesToMessages(body []byte, resolve Resolver) (BackendRequest, error) {
 	return passThrough(body, top, resolve)
 }
 
-// passThrough is MessagesToMessages on a body whose members were read.
+// passThrough is MessagesOnMessagesRequest on a body whose members were read.
 func passThrough(body []byte, top object, resolve Resolver) (BackendRequest, error) {
 	target, stream, rename, err := passThroughTarget(top, resolve)
 	if err != nil {

@@ -29,11 +29,11 @@ const (
 // runStream translates a backend stream fed in pieces cut at the given
 // offsets. It returns the events and Feed's error.
 func runStream(in []byte, cuts []int) ([]byte, error) {
-	return feedCut(NewStream(testAlias, testMsgID, 42), in, cuts, messages.APIError)
+	return feedCut(NewMessagesOnChatStream(testAlias, testMsgID, 42), in, cuts, messages.APIError)
 }
 
 // chatStreamTranslator is what the translators of a backend's Chat stream
-// (Stream, ResponsesStream) share.
+// (MessagesOnChatStream, ResponsesOnChatStream) share.
 type chatStreamTranslator interface {
 	Start(dst []byte) []byte
 	Feed(dst, p []byte) ([]byte, error)
@@ -280,7 +280,7 @@ func deltas(t testing.TB, events []ssecheck.Event) []string {
 
 // A call's arguments are held until its block closes, then go out in one
 // delta: a fragment relayed as it came could not be taken back if the
-// arguments turned out not to be an object (see messages_to_chat_stream.go).
+// arguments turned out not to be an object (see messages_on_chat_stream.go).
 func TestStreamToolArgumentsGoOutWhole(t *testing.T) {
 	events := eventsOf(t, must(runStream(fixture(t, "tool-call-fragments.sse"), nil)))
 	want := []string{`0:{"command": "ls -la", "description": "List files"}`}
@@ -413,7 +413,7 @@ func TestStreamSequentialCallsStreamAtOnce(t *testing.T) {
 	// A call whose object is whole gives way to the next at once: its
 	// input goes out and the second block opens before the backend
 	// finishes.
-	s := NewStream(testAlias, testMsgID, 1)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 1)
 	out := s.Start(nil)
 	for _, c := range []string{toolChunk(tc(0, "call_1", "A", `{"a":1}`)), toolChunk(tc(1, "call_2", "B", `{"x":`))} {
 		out = must(s.Feed(out, []byte("data: "+c+"\n\n")))
@@ -560,7 +560,7 @@ func TestStreamStopReasons(t *testing.T) {
 }
 
 func TestStreamWaitsForUsageAfterFinish(t *testing.T) {
-	s := NewStream(testAlias, testMsgID, 5)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 5)
 	out := must(s.Feed(nil, []byte("data: "+textChunk("content", "hi")+"\n\ndata: "+finishChunk("stop", "")+"\n\n")))
 	if s.Done() || bytes.Contains(out, []byte("message_delta")) {
 		t.Fatalf("message_delta before the usage chunk or [DONE]:\n%s", out)
@@ -583,7 +583,7 @@ func TestStreamUsageBeforeFinishIsNotFinal(t *testing.T) {
 	u := func(n int) string {
 		return `,"usage":{"prompt_tokens":9,"completion_tokens":` + string(rune('0'+n)) + `,"total_tokens":0}`
 	}
-	s := NewStream(testAlias, testMsgID, 5)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 5)
 	out := must(s.Feed(nil, []byte(`data: {"choices":[{"index":0,"delta":{"content":"a"}}]`+u(1)+"}\n\n")))
 	if s.Done() {
 		t.Fatal("usage before the finish must not end the message")
@@ -609,7 +609,7 @@ func TestStreamEOF(t *testing.T) {
 		})
 	}
 	// An error object as the unterminated last event fails the stream.
-	s := NewStream(testAlias, testMsgID, 1)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 1)
 	out := must(s.Feed(nil, []byte("data: "+textChunk("content", "hi")+"\n\ndata: {\"error\":{\"message\":\"gone\"}}")))
 	out = s.Finish(out)
 	if names(eventsOf(t, out)) != "start start delta error" || !bytes.Contains(out, []byte(`"message":"gone"`)) {
@@ -623,7 +623,7 @@ func TestStreamEOF(t *testing.T) {
 }
 
 func TestStreamLifecycle(t *testing.T) {
-	s := NewStream(testAlias, testMsgID, 3)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 3)
 	out := s.Start(nil)
 	if n := len(out); n == 0 || len(s.Start(out)) != n {
 		t.Fatal("Start must write message_start once")
@@ -644,7 +644,7 @@ func TestStreamLifecycle(t *testing.T) {
 	eventsOf(t, out)
 
 	// Fail first: it implies message_start, and ends everything.
-	s = NewStream(testAlias, testMsgID, 3)
+	s = NewMessagesOnChatStream(testAlias, testMsgID, 3)
 	out = s.Fail(nil, "", "backend went away")
 	n = len(out)
 	out = s.Finish(s.Ping(out))
@@ -658,7 +658,7 @@ func TestStreamLifecycle(t *testing.T) {
 	}
 
 	// Ping before Start implies it.
-	s = NewStream(testAlias, testMsgID, 3)
+	s = NewMessagesOnChatStream(testAlias, testMsgID, 3)
 	if out := s.Finish(s.Ping(nil)); names(eventsOf(t, out)) != "start ping delta stop" {
 		t.Fatalf("Ping first: %s", out)
 	}
@@ -672,7 +672,7 @@ func TestStreamBackendErrors(t *testing.T) {
 		"object, no text": `{"error":{"type":"server_error"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := NewStream(testAlias, testMsgID, 3)
+			s := NewMessagesOnChatStream(testAlias, testMsgID, 3)
 			out, err := s.Feed(nil, []byte("data: "+textChunk("content", "a")+"\n\ndata: "+line+"\n\ndata: "+textChunk("content", "b")+"\n\n"))
 			var be *BackendError
 			if !errors.As(err, &be) || be.Message == "" {
@@ -718,7 +718,7 @@ func TestStreamOddInput(t *testing.T) {
 }
 
 func TestStreamEscapesCallerStrings(t *testing.T) {
-	s := NewStream("a\"b\\c\xff", "msg_\n", 1)
+	s := NewMessagesOnChatStream("a\"b\\c\xff", "msg_\n", 1)
 	out := s.Finish(nil)
 	msg, err := accumulate(t, out)
 	eventsOf(t, out)
@@ -728,7 +728,7 @@ func TestStreamEscapesCallerStrings(t *testing.T) {
 }
 
 func TestStreamTooLargeEvent(t *testing.T) {
-	s := NewStream(testAlias, testMsgID, 1)
+	s := NewMessagesOnChatStream(testAlias, testMsgID, 1)
 	big := bytes.Repeat([]byte("x"), 1<<20)
 	var err error
 	out := s.Start(nil)
@@ -822,7 +822,7 @@ func BenchmarkStream(b *testing.B) {
 			var dst []byte
 			start := cpuTime()
 			for b.Loop() {
-				s := NewStream(testAlias, testMsgID, 42)
+				s := NewMessagesOnChatStream(testAlias, testMsgID, 42)
 				dst, _ = s.Feed(dst[:0], in)
 				dst = s.Finish(dst)
 			}

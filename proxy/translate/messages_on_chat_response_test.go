@@ -67,7 +67,7 @@ func TestChatToMessages(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := ChatToMessages([]byte(tt.in), "claude-x")
+			out, err := MessagesOnChatResponse([]byte(tt.in), "claude-x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestChatToMessagesFinishReasons(t *testing.T) {
 		if tt.toolCalls {
 			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`
 		}
-		out, err := ChatToMessages([]byte(chatResp(msg, tt.finish, tt.extra)), "a")
+		out, err := MessagesOnChatResponse([]byte(chatResp(msg, tt.finish, tt.extra)), "a")
 		if err != nil {
 			t.Fatalf("%s%s: %v", tt.finish, tt.extra, err)
 		}
@@ -126,7 +126,7 @@ func TestChatToMessagesFinishReasons(t *testing.T) {
 }
 
 func TestChatToMessagesIDs(t *testing.T) {
-	out, err := ChatToMessages([]byte(`{"id":"","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`), "a")
+	out, err := MessagesOnChatResponse([]byte(`{"id":"","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestChatToMessagesIDs(t *testing.T) {
 
 func TestChatToMessagesErrors(t *testing.T) {
 	for _, in := range []string{``, `{`, `[]`, `{"choices":{}}`, `{"choices":[{"message":{"content":5}}]}`} {
-		if out, err := ChatToMessages([]byte(in), "a"); err == nil {
+		if out, err := MessagesOnChatResponse([]byte(in), "a"); err == nil {
 			t.Errorf("%q: no error, got %s", in, out)
 		}
 	}

@@ -12,7 +12,7 @@ func TestChatToChatPassThrough(t *testing.T) {
 	body := `{ "messages" : [ {"role":"user","content":"h\u00e9llo \"x\""} ],
   "model": "alias-1", "temperature":0.5, "tools":[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":2}}}],
   "vendor_extra": {"keep": [1, 2, 3]}, "max_tokens": 100 }`
-	br, err := ChatToChat([]byte(body), resolverFor(Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true}))
+	br, err := ChatOnChatRequest([]byte(body), resolverFor(Target{BackendModel: "qwen3-coder", SupportsSystemMessage: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestChatToChatClamp(t *testing.T) {
 		{`{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":null}`, `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":null}`},
 		{`{"model":"a","messages":[{"role":"user","content":"x"}]}`, `{"model":"m","messages":[{"role":"user","content":"x"}]}`},
 	} {
-		br, err := ChatToChat([]byte(tt.in), resolverFor(tgt))
+		br, err := ChatOnChatRequest([]byte(tt.in), resolverFor(tgt))
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
@@ -46,7 +46,7 @@ func TestChatToChatClamp(t *testing.T) {
 	}
 	// No limit configured: nothing clamped.
 	in := `{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":128000}`
-	br, err := ChatToChat([]byte(in), resolverFor(Target{BackendModel: "a", SupportsSystemMessage: true}))
+	br, err := ChatOnChatRequest([]byte(in), resolverFor(Target{BackendModel: "a", SupportsSystemMessage: true}))
 	if err != nil || string(br.Body) != in {
 		t.Errorf("unclamped: %s, %v", br.Body, err)
 	}
@@ -95,7 +95,7 @@ func TestChatToChatSystemFold(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			br, err := ChatToChat([]byte(`{"model":"a","messages":`+tt.messages+`,"stream":true}`), resolverFor(nosys))
+			br, err := ChatOnChatRequest([]byte(`{"model":"a","messages":`+tt.messages+`,"stream":true}`), resolverFor(nosys))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestChatToChatSystemFold(t *testing.T) {
 				t.Error("Stream false")
 			}
 			// With a system role the messages pass untouched.
-			br, err = ChatToChat([]byte(`{"model":"a","messages":`+tt.messages+`}`), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true}))
+			br, err = ChatOnChatRequest([]byte(`{"model":"a","messages":`+tt.messages+`}`), resolverFor(Target{BackendModel: "m", SupportsSystemMessage: true}))
 			if err != nil || string(br.Body) != `{"model":"m","messages":`+tt.messages+`}` {
 				t.Errorf("with system role: %s, %v", br.Body, err)
 			}
@@ -117,7 +117,7 @@ func TestChatToChatSystemFold(t *testing.T) {
 func TestChatToChatFoldSpan(t *testing.T) {
 	in := "{\"model\":\"a\", \"messages\" :\n  [ {\"role\":\"system\",\"content\":\"S\"} ,\n {\"role\":\"user\",\"content\":\"hi\"} ] , \"x\":[1]}"
 	want := "{\"model\":\"m\", \"messages\" :\n  [{\"role\":\"user\",\"content\":\"<system>\\nS\\n</system>\\n\\nhi\"}] , \"x\":[1]}"
-	br, err := ChatToChat([]byte(in), resolverFor(Target{BackendModel: "m"}))
+	br, err := ChatOnChatRequest([]byte(in), resolverFor(Target{BackendModel: "m"}))
 	if err != nil || string(br.Body) != want {
 		t.Errorf("got  %s, %v\nwant %s", br.Body, err, want)
 	}
@@ -127,7 +127,7 @@ func TestChatToChatFoldSpan(t *testing.T) {
 // the messages byte for byte.
 func TestChatToChatNoSystemUntouched(t *testing.T) {
 	in := `{"model":"a","messages":[ {"role":"user","content":"x"} , {"role":"user","content":"y"}]}`
-	br, err := ChatToChat([]byte(in), resolverFor(Target{BackendModel: "a"}))
+	br, err := ChatOnChatRequest([]byte(in), resolverFor(Target{BackendModel: "a"}))
 	if err != nil || string(br.Body) != in {
 		t.Errorf("got %s, %v", br.Body, err)
 	}
@@ -154,14 +154,14 @@ func TestChatToChatErrors(t *testing.T) {
 		{`{"model":"a","messages":[7]}`, "messages.0: must be an object"},
 		{`{"model":"a","messages":[{"role":5}]}`, "messages.0.role: must be a string"},
 	} {
-		_, err := ChatToChat([]byte(tt.body), resolverFor(Target{BackendModel: "m", MaxOutputTokens: 10}))
+		_, err := ChatOnChatRequest([]byte(tt.body), resolverFor(Target{BackendModel: "m", MaxOutputTokens: 10}))
 		var re *RequestError
 		if !errors.As(err, &re) || !strings.Contains(re.Msg, tt.want) {
 			t.Errorf("%s: err = %v, want a *RequestError saying %q", tt.body, err, tt.want)
 		}
 	}
 	// The resolver's error comes back as it is.
-	_, err := ChatToChat([]byte(`{"model":"nope","messages":[{"role":"user","content":"x"}]}`), func(a string) (Target, error) { return Target{}, &unknownAlias{a} })
+	_, err := ChatOnChatRequest([]byte(`{"model":"nope","messages":[{"role":"user","content":"x"}]}`), func(a string) (Target, error) { return Target{}, &unknownAlias{a} })
 	var ua *unknownAlias
 	if !errors.As(err, &ua) || ua.alias != "nope" {
 		t.Errorf("resolver error: %v", err)
