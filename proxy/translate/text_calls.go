@@ -635,6 +635,22 @@ func chunkSpots(obj []byte) (sp chatSpots, ok bool) {
 	return sp, true
 }
 
+// readStringSpan reads the next value; when it is a string, it notes where
+// the value lies in the input ([*start, *end)) and decodes it into dst. It
+// reports false only when the value cannot be read.
+func readStringSpan(dec *jsontext.Decoder, start, end *int, dst *string, opts ...json.Options) bool {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return false
+	}
+	if v.Kind() == '"' {
+		*end = int(dec.InputOffset())
+		*start = *end - len(v)
+		json.Unmarshal(v, dst, opts...)
+	}
+	return true
+}
+
 // choiceSpots reads one choice, noting its spots when its index is 0.
 func choiceSpots(dec *jsontext.Decoder, sp *chatSpots) bool {
 	dec.ReadToken() // {
@@ -655,14 +671,8 @@ func choiceSpots(dec *jsontext.Decoder, sp *chatSpots) bool {
 				index = n
 			}
 		case "finish_reason":
-			v, err := dec.ReadValue()
-			if err != nil {
+			if !readStringSpan(dec, &c.fStart, &c.fEnd, &c.finish) {
 				return false
-			}
-			if v.Kind() == '"' {
-				c.fEnd = int(dec.InputOffset())
-				c.fStart = c.fEnd - len(v)
-				json.Unmarshal(v, &c.finish)
 			}
 		case "delta", "message":
 			if dec.PeekKind() != '{' {
@@ -679,14 +689,8 @@ func choiceSpots(dec *jsontext.Decoder, sp *chatSpots) bool {
 				}
 				switch n.String() { // read before any other call voids n
 				case "content":
-					v, err := dec.ReadValue()
-					if err != nil {
+					if !readStringSpan(dec, &c.cStart, &c.cEnd, &c.content, jsontext.AllowInvalidUTF8(true)) {
 						return false
-					}
-					if v.Kind() == '"' {
-						c.cEnd = int(dec.InputOffset())
-						c.cStart = c.cEnd - len(v)
-						json.Unmarshal(v, &c.content, jsontext.AllowInvalidUTF8(true))
 					}
 				case "tool_calls":
 					v, err := dec.ReadValue()
