@@ -115,6 +115,9 @@ type caseResult struct {
 	// (54 KB non-stream cases only), what any proxy that parses the body
 	// before choosing a backend pays at least.
 	bufFloor *latency
+	// textOff: Dragoman with tool_calls_in_text: off on every route
+	// (messages 54 KB stream only), beside the default auto (issue 38).
+	textOff *latency
 }
 
 type memResult struct {
@@ -184,6 +187,13 @@ func (r *runner) all() (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	params := r.dmParams
+	r.dmParams = strings.TrimPrefix(params+",tool_calls_in_text: off", ",")
+	dmOff, err := r.dragoman("dragoman-textcalls-off", stub, "warn")
+	r.dmParams = params
+	if err != nil {
+		return nil, err
+	}
 	pids := [3]int{stub.pid(), fl.pid(), dm.pid()}
 	res := &results{}
 
@@ -205,15 +215,31 @@ func (r *runner) all() (*results, error) {
 			all = append(all, target{name: "floor-buffered", url: flBuf.url + k.backendPath(), body: k.chatBody, header: k.header})
 			allPids = append(allPids, flBuf.pid())
 		}
+		if k.textCallsCase() {
+			off := ts[2]
+			off.name, off.url = "dragoman-textcalls-off", dmOff.url+off.url[len(dm.url):]
+			if err := check(r.gen, off, k.stream); err != nil {
+				return nil, fmt.Errorf("%s via %s: %w", k.name, off.name, err)
+			}
+			all = append(all, off)
+			allPids = append(allPids, dmOff.pid())
+		}
 		samples, cpu := r.interleaved(all, allPids)
 		for i := range ts {
 			cr.via[i] = summarize(samples[i])
 			cr.via[i].cpu = cpu[i]
 		}
-		if len(all) > len(ts) {
+		extra := func() *latency {
 			l := summarize(samples[len(ts)])
 			l.cpu = cpu[len(ts)]
-			cr.bufFloor = &l
+			samples, cpu = samples[1:], cpu[1:]
+			return &l
+		}
+		if k.large && !k.stream {
+			cr.bufFloor = extra()
+		}
+		if k.textCallsCase() {
+			cr.textOff = extra()
 		}
 		res.cases = append(res.cases, cr)
 		progress("  %-28s added p50: floor %s, dragoman %s", k.name,

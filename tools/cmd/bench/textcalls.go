@@ -32,3 +32,10 @@ func addRouteParams(path, params string) error {
 	cfg := strings.ReplaceAll(string(b), "    proxy_params:\n", "    proxy_params:\n"+lines.String())
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }
+
+// textCallsCase is the case whose added p50 make bench compares between
+// tool_calls_in_text auto (the default) and off: the streamed 54 KB
+// Messages answer, the coding client's request with its tools.
+func (k *kase) textCallsCase() bool {
+	return k.api == "messages" && k.large && k.stream
+}
