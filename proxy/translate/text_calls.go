@@ -394,13 +394,18 @@ func quickScan(obj []byte) (sp chatSpots, ok bool) {
 	var index, contents, finishes int
 	depth := 0                  // of the brackets outside strings: the choice's members are at 3, the delta's at 4
 	var inChoices, inDelta bool // the latest member at depth 1 is "choices"; at 3 "delta" (or "message")
+	var inChoice bool           // a member of a choice was read
 	for i := 0; i < len(obj); {
 		q := bytes.IndexByte(obj[i:], '"')
 		if q < 0 {
 			break
 		}
 		start := i + q
-		depth += nesting(obj[i:start])
+		d, low := nestingLow(obj[i:start])
+		if inChoices && inChoice && depth+low <= 2 && depth+d >= 3 {
+			return sp, false // a second choice: which is choice 0 is the decoder's to say
+		}
+		depth += d
 		end, escaped := stringEnd(obj, start)
 		if end < 0 {
 			return sp, false
@@ -411,6 +416,7 @@ func quickScan(obj []byte) (sp chatSpots, ok bool) {
 			continue // a value
 		}
 		name := obj[start+1 : end]
+		inChoice = inChoice || inChoices && depth >= 3
 		switch depth {
 		case 1:
 			inChoices = string(name) == "choices"
@@ -458,7 +464,12 @@ func quickScan(obj []byte) (sp chatSpots, ok bool) {
 				if finishes++; finishes > 1 {
 					return sp, false
 				}
-				sp.fStart, sp.fEnd, sp.finish = at, vEnd+1, string(obj[at+1:vEnd])
+				sp.fStart, sp.fEnd = at, vEnd+1
+				if v := obj[at+1 : vEnd]; !vEscaped && utf8.Valid(v) {
+					sp.finish = string(v)
+				} else {
+					json.Unmarshal(obj[at:vEnd+1], &sp.finish) // as choiceSpots reads it
+				}
 			}
 			i = vEnd + 1
 		}
@@ -478,6 +489,22 @@ func nesting(gap []byte) int {
 		}
 	}
 	return d
+}
+
+// nestingLow is nesting's change of depth over gap and the lowest change
+// it reaches on the way (0 or less).
+func nestingLow(gap []byte) (d, low int) {
+	for _, c := range gap {
+		switch c {
+		case '{', '[':
+			d++
+		case '}', ']':
+			if d--; d < low {
+				low = d
+			}
+		}
+	}
+	return d, low
 }
 
 // stringEnd returns the offset of the closing quote of the JSON string
