@@ -91,6 +91,9 @@ type exchange struct {
 	messagesBody bool
 	obs          *observation // nil when the request is not observed
 	key          *keys.Key    // the request's per-user key; nil: the master key
+	// admitted is the admission slot the request took to read its body,
+	// given back once the first attempt's body was written (admission.go).
+	admitted *admitted
 }
 
 // resolve is the translator's Resolver: the first call takes a slot at a
@@ -178,8 +181,10 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	retries, waits := x.route.NumRetries, 0
 	for attempt := 0; ; attempt++ {
 		c := x.call()
+		c.Sent = x.admitted.leave
 		x.req.Body = nil
 		resp, err := s.pool.Do(x.ctx, c)
+		x.admitted.leave()
 		if err == nil {
 			if ue := streamStartError(resp); ue != nil {
 				resp.Body.Close()
@@ -308,7 +313,7 @@ func (s *Server) prepareFor(w http.ResponseWriter, r *http.Request, f format, tr
 }
 
 func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBody, native translation) *exchange {
-	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), client: r.Header, translate: translateBody, obs: observed(w), key: keyOf(w)}
+	x := &exchange{s: s, ctx: r.Context(), session: r.Header.Get(SessionHeader), client: r.Header, translate: translateBody, obs: observed(w), key: keyOf(w), admitted: admittedOf(w)}
 	if native != nil && s.native {
 		x.native, x.header = native, r.Header
 	}

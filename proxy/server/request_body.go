@@ -16,20 +16,26 @@ import (
 
 // readBody reads a request body within the configured limit, answering the
 // client itself when it cannot. The body is in a pooled buffer: the caller
-// gives it back (bufpool.Put) when nothing uses it any more.
+// gives it back (bufpool.Put) when nothing uses it any more. It waits for
+// an admission slot before it reads (admission.go).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
 	body, ok := s.openBody(w, r, f)
 	if !ok {
 		return nil, false
 	}
+	if !s.admit(w, r) {
+		return nil, false // the client went away while it waited
+	}
 	// limit+1: MaxBytesReader, not ReadAll, says when the body is too long.
 	buf, err := bufpool.ReadAll(body, r.ContentLength, s.cfg.MaxRequestBytes+1)
 	if err != nil {
+		admittedOf(w).leave()
 		f.write(w, s.readProblem(err))
 		bufpool.Put(buf)
 		return nil, false
 	}
 	if len(buf) == 0 {
+		admittedOf(w).leave()
 		f.write(w, problemf(invalidRequest, "the request body is empty: send a JSON object"))
 		bufpool.Put(buf)
 		return nil, false

@@ -108,6 +108,8 @@ type Server struct {
 	aliasNames []string       // the model_names, each once, in file order
 	aliases    *alias.Matcher // matches a requested model to one of aliasNames
 	seen       seenModels     // models clients asked for that a pattern matched
+
+	admission *admission // bounds the bodies read at once (admission.go)
 }
 
 // New returns a Server for a validated configuration.
@@ -126,6 +128,8 @@ func New(cfg *config.Config, opts Options) *Server {
 		tracer:   opts.Tracer,
 		gate:     opts.Gate,
 		authLim:  opts.AuthLimiter,
+
+		admission: newAdmission(admissionSlots()),
 	}
 	s.aliasNames = cfg.Aliases()
 	s.kindRules = cfg.Router.KindRules()
@@ -263,6 +267,7 @@ func (s *Server) api(f format, method string, h func(http.ResponseWriter, *http.
 		}
 		if rec, isRec := w.(*recorder); isRec {
 			rec.key, rec.authenticated = key, true
+			defer rec.leaveAdmission()
 		}
 		h(w, r, f)
 	}
@@ -404,6 +409,7 @@ type recorder struct {
 	// authenticated: the request's key was accepted (the master key when
 	// key is nil); a request refused before is counted as key "unknown".
 	authenticated bool
+	admitted      *admitted // the request's admission slot (admission.go); nil: none
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -45,11 +45,13 @@ func streamStartError(resp *upstream.Response) *upstream.Error {
 	}
 	var (
 		dec    sse.Decoder
-		peeked []byte
-		buf    = make([]byte, 4<<10)
+		peeked []byte // what was read, in a buffer of its own: the stream keeps it until relayed
+		bufp   = readBuffers.Get().(*[]byte)
+		buf    = *bufp
 		events int
 	)
 	defer func() {
+		readBuffers.Put(bufp)
 		resp.Body = &replayBody{head: peeked, ReadCloser: resp.Body}
 	}()
 	for len(peeked) < startPeekLimit {
@@ -101,6 +103,9 @@ func (r *replayBody) Read(p []byte) (int, error) {
 	if len(r.head) > 0 {
 		n := copy(p, r.head)
 		r.head = r.head[n:]
+		if len(r.head) == 0 {
+			r.head = nil // its memory goes, not kept for the stream's life
+		}
 		return n, nil
 	}
 	return r.ReadCloser.Read(p)

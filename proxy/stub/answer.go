@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 )
@@ -485,7 +486,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 			}
 		}
 	}
-	for _, piece := range split(a.text, s.opts.Events) {
+	for _, piece := range s.textPieces(a.text) {
 		if !send(chunk(map[string]any{"content": piece}, nil)) {
 			return false
 		}
@@ -530,6 +531,20 @@ func callDeltas(calls []toolCall) []map[string]any {
 }
 
 // split cuts s into about n pieces on rune boundaries.
+// textPieces splits a text answer into the events of its stream: at most
+// Events, exactly Events with PadEvents.
+func (s *Server) textPieces(text string) []string {
+	n := s.opts.Events
+	if s.opts.PadEvents && text != "" && utf8.RuneCountInString(text) < n {
+		r := []rune(text)
+		for len(r) < n {
+			r = append(r, r...)
+		}
+		text = string(r[:n])
+	}
+	return split(text, n)
+}
+
 func split(s string, n int) []string {
 	r := []rune(s)
 	if len(r) == 0 {

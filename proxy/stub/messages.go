@@ -237,7 +237,7 @@ func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, m *messa
 	}
 	if a.text != "" {
 		var deltas []map[string]any
-		for _, piece := range split(a.text, s.opts.Events) {
+		for _, piece := range s.textPieces(a.text) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 		}
 		if a.failMidstream {

@@ -57,6 +57,10 @@ type Options struct {
 	// SearchDelay is how long a search for "stub-slow" waits (search.go);
 	// 0: a minute.
 	SearchDelay time.Duration
+	// PadEvents: a text answer shorter than Events characters is repeated
+	// up to Events of them, so that a stream has Events events and lasts
+	// Events × EventDelay (the bench's slow streams).
+	PadEvents bool
 	// GPU, with Slots set, answers Chat Completions as a model of a GPU
 	// server (gpu.go); its request bodies are not recorded.
 	GPU GPU

@@ -32,6 +32,7 @@ func main() {
 	flag.DurationVar(&opts.FirstTokenDelay, "first-token-delay", 0, "delay before every answer's first byte")
 	flag.DurationVar(&opts.EventDelay, "event-delay", 0, "delay between stream events")
 	flag.IntVar(&opts.Events, "events", 8, "stream text answers in this many events")
+	flag.BoolVar(&opts.PadEvents, "pad-events", false, "repeat a text answer shorter than --events characters up to that many, so that every stream has --events events")
 	flag.BoolVar(&opts.Tokenize, "tokenize", false, "serve POST /tokenize as vLLM does")
 	flag.StringVar(&opts.Model, "model", "stub-model", "the model GET /v1/models lists")
 	flag.IntVar(&opts.ContextWindow, "context-window", 0, "the model's context window: listed as max_model_len, and requests over it refused as vLLM does")

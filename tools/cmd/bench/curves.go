@@ -218,7 +218,7 @@ func (r *runner) curves(which map[string]bool, cs curveSettings) (*curveResults,
 		}
 		progress("curve: concurrent slow streams (stub paced at %s per event, %d events), file limit %s", cs.eventDelay, cs.holdEvents, res.nofile)
 		for _, n := range cs.streams {
-			p, err := r.streamPoint(k, n, "--events", itoa(cs.holdEvents), "--event-delay", cs.eventDelay.String())
+			p, err := r.streamPoint(k, n, "--events", itoa(cs.holdEvents), "--pad-events", "--event-delay", cs.eventDelay.String())
 			if err != nil {
 				return nil, err
 			}
@@ -257,7 +257,7 @@ func (r *runner) streamPoint(k *kase, n int, stubArgs ...string) (streamPoint, e
 	if err != nil {
 		return p, err
 	}
-	dm, err := r.launch("streams-dragoman", []string{"PROXY_API_KEY=" + clientKey}, r.proxyBin,
+	dm, err := r.launch("streams-dragoman", append([]string{"PROXY_API_KEY=" + clientKey}, r.dmEnv...), r.proxyBin,
 		"--config", cfg, "--host", "127.0.0.1", "--port", "PORT", "--log-level", "warn", "--pprof", pprof)
 	if err != nil {
 		return p, err
