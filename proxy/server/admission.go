@@ -47,7 +47,9 @@ func (a *admission) enter(ctx context.Context) *admitted {
 		return nil
 	}
 	t := &admitted{a: a}
+	t.mu.Lock()
 	t.timer = time.AfterFunc(admissionHold, t.leave)
+	t.mu.Unlock()
 	return t
 }
 
@@ -55,6 +57,7 @@ func (a *admission) enter(ctx context.Context) *admitted {
 type admitted struct {
 	a     *admission
 	once  sync.Once
+	mu    sync.Mutex // timer is set after it starts, and it may fire at once
 	timer *time.Timer
 }
 
@@ -66,7 +69,9 @@ func (t *admitted) leave() {
 		return
 	}
 	t.once.Do(func() {
+		t.mu.Lock()
 		t.timer.Stop()
+		t.mu.Unlock()
 		<-t.a.slots
 	})
 }

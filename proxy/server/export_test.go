@@ -9,3 +9,12 @@ func SetDrainWait(d time.Duration) time.Duration {
 	drainWait = d
 	return old
 }
+
+// SetAdmission gives s slots admission slots, each held at most hold,
+// and returns what restores the hold before.
+func SetAdmission(s *Server, slots int, hold time.Duration) (restore func()) {
+	old := admissionHold
+	admissionHold = hold
+	s.admission = newAdmission(slots)
+	return func() { admissionHold = old }
+}
