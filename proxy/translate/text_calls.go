@@ -304,6 +304,42 @@ type ChatTextCalls struct {
 	// writes take (read when it writes one)
 	first, id, model, created []byte
 	toolIndex                 int // the next tool_calls index: after the backend's own
+	plain                     plainChunk
+}
+
+// plainChunk is the shape of the latest chunk of plain text that passed
+// as it came: its bytes before and after the content's text. A server
+// writes every text chunk of a stream the same way (the same id, model
+// and created, the same members in the same order), so the next chunk
+// that starts and ends with the same bytes, its text between them plain
+// (no quote, backslash or control character; UTF-8), is the same chunk
+// of another text: quickScan would find it so, and it is not read again.
+type plainChunk struct {
+	head, tail []byte
+}
+
+// learn keeps the shape of payload, whose content's text is
+// payload[start:end].
+func (c *plainChunk) learn(payload []byte, start, end int) {
+	c.head = append(c.head[:0], payload[:start]...)
+	c.tail = append(c.tail[:0], payload[end:]...)
+}
+
+// text is the content's text of payload when payload has the shape
+// learned.
+func (c *plainChunk) text(payload []byte) ([]byte, bool) {
+	if c.head == nil || len(payload) < len(c.head)+len(c.tail) || !bytes.HasPrefix(payload, c.head) || !bytes.HasSuffix(payload, c.tail) {
+		return nil, false
+	}
+	text := payload[len(c.head) : len(payload)-len(c.tail)]
+	ascii := true
+	for _, b := range text {
+		if b < ' ' || b == '"' || b == '\\' {
+			return nil, false
+		}
+		ascii = ascii && b < utf8.RuneSelf
+	}
+	return text, ascii || utf8.Valid(text)
 }
 
 // NewChatTextCalls returns the filter of one Chat stream; idPrefix
@@ -366,11 +402,15 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	if f.first == nil {
 		f.first = bytes.Clone(payload) // its id, model and created, for the chunks the filter writes
 	}
+	if text, ok := f.plain.text(payload); ok && f.sc.Passes(text) {
+		return append(append(dst, line...), ending...) // as below, the line read again
+	}
 	sp, ok := quickScan(payload)
 	if ok && sp.plain && sp.fStart < 0 && f.sc.Passes(payload[sp.cStart+1:sp.cEnd-1]) {
 		// Plain text, which the scanner would give back as it came: the
 		// line too, without copying the text out (nor checking the line
 		// is JSON: the scanner is left as it was whatever it is).
+		f.plain.learn(payload, sp.cStart+1, sp.cEnd-1)
 		return append(append(dst, line...), ending...)
 	}
 	if ok {

@@ -402,3 +402,34 @@ func FuzzQuickTextDelta(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainChunk: where a chunk has the shape of the latest plain one (its
+// bytes before and after the text the same), quickScan reads it as the
+// same chunk of another text: plain, no finish_reason, the text between.
+func FuzzPlainChunk(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi "},"finish_reason":null}]}`, "there"},
+		{`{"choices":[{"index":0,"delta":{"content":"a"}}]}`, `b","finish_reason":"stop`},
+		{`{"choices":[{"index":0,"delta":{"content":""}}]}`, "é"},
+		{`{"choices":[{"delta":{"content":"x"},"index":0}]}`, "\\n"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, first, text string) {
+		sp, ok := quickScan([]byte(first))
+		if !ok || !sp.plain || sp.fStart >= 0 {
+			return
+		}
+		var c plainChunk
+		c.learn([]byte(first), sp.cStart+1, sp.cEnd-1)
+		next := first[:sp.cStart+1] + text + first[sp.cEnd-1:]
+		got, ok := c.text([]byte(next))
+		if !ok {
+			return
+		}
+		q, qok := quickScan([]byte(next))
+		if !qok || !q.plain || q.fStart >= 0 || q.cStart != sp.cStart || string(got) != text || next[q.cStart+1:q.cEnd-1] != text {
+			t.Fatalf("%q after %q: fast path %q, quickScan %+v (ok %v)", next, first, got, q, qok)
+		}
+	})
+}
