@@ -162,11 +162,12 @@ func (o *chatBody) request(target Target, asked *int64, size int) (BackendReques
 		}
 		o.maxTokens, breq.MaxTokens = &n, int(min(n, 1<<31))
 	}
+	w := bufpool.Get(size)
 	o.msgs = make([]chatMsg, len(o.turns))
 	for i := range o.turns {
 		o.msgs[i] = o.turns[i].msg()
 	}
-	breq.Body = o.append(bufpool.Get(size))
+	breq.Body = o.append(w)
 	breq.Tools = offeredTools(target, o.tools, chatOutToolOf)
 	return breq, nil
 }
