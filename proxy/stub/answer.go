@@ -530,7 +530,6 @@ func callDeltas(calls []toolCall) []map[string]any {
 	return append(first, rest...)
 }
 
-// split cuts s into about n pieces on rune boundaries.
 // textPieces splits a text answer into the events of its stream: at most
 // Events, exactly Events with PadEvents.
 func (s *Server) textPieces(text string) []string {
@@ -545,6 +544,7 @@ func (s *Server) textPieces(text string) []string {
 	return split(text, n)
 }
 
+// split cuts s into about n pieces on rune boundaries.
 func split(s string, n int) []string {
 	r := []rune(s)
 	if len(r) == 0 {
