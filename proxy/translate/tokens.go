@@ -121,46 +121,57 @@ var shortWordPrice = func() (t [classPunct + 1][16]int) {
 // tokenizer. It reads s once, a pre-token at a time.
 //
 // Most pre-tokens are a short ASCII word, alone or led by a space or a
-// punctuation character; the loop prices those itself, with no branch per
-// letter and no load whose address waits on the length of the word
-// before: it keeps a bit mask of which bytes of two 64-byte blocks of s
-// are ASCII letters (letterMask), and a word's length is the run of ones
-// in it from the word's offset. Each helper below scans one other kind of
-// run, adds its price (in hundredths of a token) to c and returns where
-// the run ends.
+// punctuation character. The loop prices those itself, from a bit mask of
+// which bytes of s are ASCII letters (letterMask, 64 bytes at a time):
+// the length of a word is the count of trailing zeros of the mask of
+// non-letters after its first byte, and moving past it a shift, so a run
+// of such words costs no branch per letter and no load that waits on the
+// word before. Each helper below scans one other kind of run, adds its
+// price (in hundredths of a token) to c and returns where the run ends.
 func EstimateTokens(s string) int {
 	c := 0 // hundredths of a token
 	// bit b of lo is whether s[blk+b] is an ASCII letter, of hi whether
-	// s[blk+64+b] is
+	// s[blk+64+b] is; ascii whether all their 128 bytes are ASCII
 	blk := math.MinInt / 2
 	var lo, hi uint64
+	var loASCII, ascii bool
+	// bit b of gaps is whether s[i+1+b] is not an ASCII letter, up to
+	// where it was drawn from lo and hi; past that its bits are 0, so a run
+	// of zeros that reaches there is 16 or longer, and gaps is drawn anew.
+	var gaps uint64
 	for i := 0; i < len(s); {
 		k := byteClass[s[i]]
 		if k <= classPunct {
-			p := i + 1 // the first letter after s[i]
-			if d := p - blk; d >= 64 {
-				if d < 128 {
-					blk, lo = blk+64, hi
-				} else {
-					blk = p &^ 63
-					lo = letterMask(s, blk)
+			m := bits.TrailingZeros64(gaps | 1<<63) // letters after s[i] (a non-zero operand is one instruction)
+			if m >= 16 {
+				p := i + 1
+				if d := p - blk; d >= 64 {
+					if d < 128 {
+						blk, lo, loASCII = blk+64, hi, ascii
+					} else {
+						blk = p &^ 63
+						lo, loASCII = letterMask(s, blk)
+					}
+					hi, ascii = letterMask(s, blk+64)
+					ascii = ascii && loASCII
 				}
-				hi = letterMask(s, blk+64)
+				// the 64 bits from p (both shifts under 64:
+				// hi<<(64-off) is 0 for off 0)
+				off := uint(p-blk) & 63
+				gaps = ^(lo>>off | hi<<1<<(63-off))
+				m = bits.TrailingZeros64(gaps | 1<<63)
 			}
-			off := uint(p-blk) & 63
-			// the 64 bits of letters from p, and how many of them are
-			// (both shifts under 64: hi<<(64-off) is 0 for off 0)
-			x := lo>>off | hi<<1<<(63-off)
-			m := bits.TrailingZeros64(^x | 1<<63) // (a non-zero operand is one instruction)
 			// a word that ends on a byte that is not ASCII may go on
 			// with a non-ASCII letter: scanWord's to price
-			if e := p + m; m < 16 && (e == len(s) || s[e] < utf8.RuneSelf) {
+			if e := i + 1 + m; m < 16 && (ascii || e == len(s) || s[e] < utf8.RuneSelf) {
 				if p := shortWordPrice[k][m]; p >= 0 {
 					i, c = e, c+p
+					gaps >>= m + 1
 					continue
 				}
 			}
 		}
+		gaps = 0 // the helpers below move i on: gaps is drawn anew
 		switch k {
 		case classLetter:
 			i, c = scanWord(s, i, leadNone, c)
@@ -201,25 +212,41 @@ func EstimateTokens(s string) int {
 }
 
 // letterMask is the mask of the ASCII letters of the 64 bytes of s from
-// blk: bit b is set if s[blk+b] is one (bytes past the end of s are not).
-func letterMask(s string, blk int) uint64 {
+// blk: bit b is set if s[blk+b] is one (bytes past the end of s are not);
+// and whether those bytes are all ASCII.
+func letterMask(s string, blk int) (mask uint64, ascii bool) {
+	var high uint64
 	if blk+64 <= len(s) {
-		return letterMask64(s[blk : blk+64])
+		b := s[blk : blk+64]
+		for j := 0; j < 64; j += 8 {
+			w := load8(b[j : j+8])
+			mask |= gatherHighBits(letters8(w)) << j
+			high |= w
+		}
+	} else {
+		for j := 0; blk+j < len(s); j += 8 {
+			w := bytes8(s, blk+j)
+			mask |= gatherHighBits(letters8(w)) << j
+			high |= w
+		}
 	}
-	var buf [64]byte // the end of s, and zeros
-	if blk < len(s) {
-		copy(buf[:], s[blk:])
-	}
-	return letterMask64(bytesString(buf[:]))
+	return mask, high&highBits == 0
 }
 
-// letterMask64 is letterMask of the 64 bytes of b.
-func letterMask64(b string) uint64 {
-	var mask uint64
-	for j := 0; j < 64; j += 8 {
-		mask |= gatherHighBits(letters8(load8(b[j:j+8]))) << j
+// bytes8 is the eight bytes of s from q (q < len(s)) as a little-endian
+// word, zeros for those past the end of s.
+func bytes8(s string, q int) uint64 {
+	if q+8 <= len(s) {
+		return load8(s[q : q+8])
 	}
-	return mask
+	if len(s) >= 8 { // the last eight bytes, shifted down to s[q]
+		return load8(s[len(s)-8:]) >> (8 * (q + 8 - len(s)))
+	}
+	var w uint64
+	for j := len(s) - 1; j >= q; j-- {
+		w = w<<8 | uint64(s[j])
+	}
+	return w
 }
 
 // gatherHighBits packs the high bits of the eight bytes of w (no other

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,11 +121,43 @@ func TestEstimateTokensAgreesOnFixtures(t *testing.T) {
 	t.Logf("%d texts, %d bytes", len(texts), n)
 }
 
+// TestEstimateTokensAgreesOnPieces compares the two on texts pieced
+// together at random (seeded, so the same each run) from the fragments
+// each case of the estimator turns on, at every length up to a few
+// hundred bytes: words that cross the fast path's 64-byte blocks, end at
+// the end of the text or on a non-ASCII byte, runs of every kind.
+func TestEstimateTokensAgreesOnPieces(t *testing.T) {
+	pieces := []string{
+		"a", "b", "Z", "word", "omicron", "lambda", "pi", "abcdefghijklmno", "abcdefghijklmnop", "xyzxyzxyzxyzxyzxyzxyz",
+		" ", " ", " ", "  ", "\t", "\t\t", " \t", "\n", "\r\n", "\n\n\n",
+		".", ",", "(", ")", "\"", "{", "}", "-", "--", "==", "...", "\x00", "\x01", "\x7f", "@", "[", "`", "{",
+		"1", "42", "12345",
+		"é", "ñ", "日本", "😀", "\u0301", "\u00a0", "\u3000", "٣", "Ω", "\xff", "\xc3", "\xe2\x82",
+	}
+	rng := rand.New(rand.NewPCG(40, 38))
+	var b strings.Builder
+	for n := range 40000 {
+		b.Reset()
+		for b.Len() < n%400 {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := EstimateTokens(s), referenceEstimateTokens(s); got != want {
+			t.Fatalf("EstimateTokens(%q) = %d, the byte-by-byte reference %d", s, got, want)
+		}
+	}
+}
+
+// FuzzEstimateTokensAgrees: its seeds are the fixture texts, cut to 4 KB
+// pieces (as promptEstimate reads long texts, and small enough for the
+// fuzzer to mutate quickly), and edgeTexts.
 func FuzzEstimateTokensAgrees(f *testing.F) {
 	for _, s := range fixtureTexts(f) {
-		if len(s) <= 64<<10 {
-			f.Add(s)
+		for len(s) > 4096 {
+			f.Add(s[:4096])
+			s = s[4096:]
 		}
+		f.Add(s)
 	}
 	for _, s := range edgeTexts {
 		f.Add(s)
