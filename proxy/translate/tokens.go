@@ -121,54 +121,45 @@ var shortWordPrice = func() (t [classPunct + 1][16]int) {
 // tokenizer. It reads s once, a pre-token at a time.
 //
 // Most pre-tokens are a short ASCII word, alone or led by a space or a
-// punctuation character. The loop prices those itself, from a bit mask of
-// which bytes of s are ASCII letters (letterMask, 64 bytes at a time):
-// the length of a word is the count of trailing zeros of the mask of
-// non-letters after its first byte, and moving past it a shift, so a run
-// of such words costs no branch per letter and no load that waits on the
-// word before. Each helper below scans one other kind of run, adds its
-// price (in hundredths of a token) to c and returns where the run ends.
+// punctuation character: shortWords prices runs of those from a mask of
+// the bytes after s[i] that are no ASCII letters (gaps), which the loop
+// draws from masks of two 64-byte blocks of s (letterMask). Each helper
+// below scans one other kind of run, adds its price (in hundredths of a
+// token) to c and returns where the run ends.
 func EstimateTokens(s string) int {
 	c := 0 // hundredths of a token
 	// bit b of lo is whether s[blk+b] is an ASCII letter, of hi whether
-	// s[blk+64+b] is; ascii whether all their 128 bytes are ASCII
+	// s[blk+64+b] is; loASCII and hiASCII whether their bytes are ASCII
 	blk := math.MinInt / 2
 	var lo, hi uint64
-	var loASCII, ascii bool
+	var loASCII, hiASCII bool
 	// bit b of gaps is whether s[i+1+b] is not an ASCII letter, up to
 	// where it was drawn from lo and hi; past that its bits are 0, so a run
-	// of zeros that reaches there is 16 or longer, and gaps is drawn anew.
+	// of zeros that reaches there is 16 or longer (see shortWords)
 	var gaps uint64
 	for i := 0; i < len(s); {
 		k := byteClass[s[i]]
 		if k <= classPunct {
-			m := bits.TrailingZeros64(gaps | 1<<63) // letters after s[i] (a non-zero operand is one instruction)
-			if m >= 16 {
+			if bits.TrailingZeros64(gaps|1<<63) >= 16 { // draw gaps anew
 				p := i + 1
 				if d := p - blk; d >= 64 {
 					if d < 128 {
-						blk, lo, loASCII = blk+64, hi, ascii
+						blk, lo, loASCII = blk+64, hi, hiASCII
 					} else {
 						blk = p &^ 63
 						lo, loASCII = letterMask(s, blk)
 					}
-					hi, ascii = letterMask(s, blk+64)
-					ascii = ascii && loASCII
+					hi, hiASCII = letterMask(s, blk+64)
 				}
 				// the 64 bits from p (both shifts under 64:
 				// hi<<(64-off) is 0 for off 0)
 				off := uint(p-blk) & 63
 				gaps = ^(lo>>off | hi<<1<<(63-off))
-				m = bits.TrailingZeros64(gaps | 1<<63)
 			}
-			// a word that ends on a byte that is not ASCII may go on
-			// with a non-ASCII letter: scanWord's to price
-			if e := i + 1 + m; m < 16 && (ascii || e == len(s) || s[e] < utf8.RuneSelf) {
-				if p := shortWordPrice[k][m]; p >= 0 {
-					i, c = e, c+p
-					gaps >>= m + 1
-					continue
-				}
+			j := i
+			i, c, gaps = shortWords(s, i, c, gaps, loASCII && hiASCII)
+			if i > j {
+				continue
 			}
 		}
 		gaps = 0 // the helpers below move i on: gaps is drawn anew
@@ -211,26 +202,61 @@ func EstimateTokens(s string) int {
 	return (c + 50) / 100
 }
 
+// shortWords prices the run of short words from s[i] on: pre-tokens of a
+// letter, space, tab or punctuation character and the up to 15 ASCII
+// letters after it (see shortWordPrice), given gaps, the mask of the
+// bytes after s[i] that are not ASCII letters, and whether the bytes it
+// was drawn from are all ASCII. It adds their prices to c and returns
+// where the run ends and the mask from there. It stops before anything
+// else, and where gaps has 16 zeros or more: a long word, or the end of
+// what gaps was drawn from. The length of a word is the count of
+// trailing zeros of gaps, and moving past it a shift: no branch per
+// letter, no load that waits on the word before.
+func shortWords(s string, i, c int, gaps uint64, ascii bool) (int, int, uint64) {
+	for i < len(s) {
+		k := byteClass[s[i]]
+		if k > classPunct {
+			break
+		}
+		m := bits.TrailingZeros64(gaps | 1<<63) // (a non-zero operand is one instruction)
+		e := i + 1 + m
+		// a word that ends on a byte that is not ASCII may go on with a
+		// non-ASCII letter: scanWord's to price
+		if m >= 16 || !ascii && e < len(s) && s[e] >= utf8.RuneSelf {
+			break
+		}
+		p := shortWordPrice[k][m]
+		if p < 0 {
+			break
+		}
+		i, c, gaps = e, c+p, gaps>>(m+1)
+	}
+	return i, c, gaps
+}
+
 // letterMask is the mask of the ASCII letters of the 64 bytes of s from
 // blk: bit b is set if s[blk+b] is one (bytes past the end of s are not);
 // and whether those bytes are all ASCII.
 func letterMask(s string, blk int) (mask uint64, ascii bool) {
-	var high uint64
-	if blk+64 <= len(s) {
-		b := s[blk : blk+64]
-		for j := 0; j < 64; j += 8 {
-			w := load8(b[j : j+8])
-			mask |= gatherHighBits(letters8(w)) << j
-			high |= w
-		}
-	} else {
+	if blk+64 > len(s) { // the last block
+		var high uint64
 		for j := 0; blk+j < len(s); j += 8 {
 			w := bytes8(s, blk+j)
 			mask |= gatherHighBits(letters8(w)) << j
 			high |= w
 		}
+		return mask, high&highBits == 0
 	}
-	return mask, high&highBits == 0
+	// written out, not a loop, so that the constants of letters8 are
+	// loaded once
+	b := s[blk : blk+64]
+	w0, w1, w2, w3 := load8(b[0:8]), load8(b[8:16]), load8(b[16:24]), load8(b[24:32])
+	w4, w5, w6, w7 := load8(b[32:40]), load8(b[40:48]), load8(b[48:56]), load8(b[56:64])
+	mask = gatherHighBits(letters8(w0)) | gatherHighBits(letters8(w1))<<8 |
+		gatherHighBits(letters8(w2))<<16 | gatherHighBits(letters8(w3))<<24 |
+		gatherHighBits(letters8(w4))<<32 | gatherHighBits(letters8(w5))<<40 |
+		gatherHighBits(letters8(w6))<<48 | gatherHighBits(letters8(w7))<<56
+	return mask, (w0|w1|w2|w3|w4|w5|w6|w7)&highBits == 0
 }
 
 // bytes8 is the eight bytes of s from q (q < len(s)) as a little-endian
