@@ -236,20 +236,42 @@ func shortWords(s string, i, c int, gaps uint64, ascii bool) (int, int, uint64) 
 
 // letterMask is the mask of the ASCII letters of the 64 bytes of s from
 // blk: bit b is set if s[blk+b] is one (bytes past the end of s are not);
-// and whether those bytes are all ASCII.
+// and whether those bytes are all ASCII (false may also mean that bytes
+// before blk are not).
 func letterMask(s string, blk int) (mask uint64, ascii bool) {
-	if blk+64 > len(s) { // the last block
-		var high uint64
-		for j := 0; blk+j < len(s); j += 8 {
-			w := bytes8(s, blk+j)
-			mask |= gatherHighBits(letters8(w)) << j
-			high |= w
-		}
-		return mask, high&highBits == 0
+	switch {
+	case blk+64 <= len(s):
+		return letterMask64(s[blk : blk+64])
+	case blk >= len(s):
+		return 0, true
+	case len(s) >= 64: // the last block: the one that ends with s, shifted
+		mask, ascii = letterMask64(s[len(s)-64:])
+		return mask >> (blk + 64 - len(s)), ascii
 	}
-	// written out, not a loop, so that the constants of letters8 are
-	// loaded once
-	b := s[blk : blk+64]
+	// s is shorter than a block: eight bytes at a time, the last ones
+	// padded with zeros
+	var high uint64
+	for j := 0; j < len(s); j += 8 {
+		var w uint64
+		switch {
+		case j+8 <= len(s):
+			w = load8(s[j : j+8])
+		case len(s) >= 8: // the last eight bytes, shifted down to s[j]
+			w = load8(s[len(s)-8:]) >> (8 * (j + 8 - len(s)))
+		default:
+			for k := len(s) - 1; k >= j; k-- {
+				w = w<<8 | uint64(s[k])
+			}
+		}
+		mask |= gatherHighBits(letters8(w)) << j
+		high |= w
+	}
+	return mask, high&highBits == 0
+}
+
+// letterMask64 is letterMask of a whole block b, written out, not a loop,
+// so that the constants of letters8 are loaded once.
+func letterMask64(b string) (mask uint64, ascii bool) {
 	w0, w1, w2, w3 := load8(b[0:8]), load8(b[8:16]), load8(b[16:24]), load8(b[24:32])
 	w4, w5, w6, w7 := load8(b[32:40]), load8(b[40:48]), load8(b[48:56]), load8(b[56:64])
 	mask = gatherHighBits(letters8(w0)) | gatherHighBits(letters8(w1))<<8 |
@@ -257,22 +279,6 @@ func letterMask(s string, blk int) (mask uint64, ascii bool) {
 		gatherHighBits(letters8(w4))<<32 | gatherHighBits(letters8(w5))<<40 |
 		gatherHighBits(letters8(w6))<<48 | gatherHighBits(letters8(w7))<<56
 	return mask, (w0|w1|w2|w3|w4|w5|w6|w7)&highBits == 0
-}
-
-// bytes8 is the eight bytes of s from q (q < len(s)) as a little-endian
-// word, zeros for those past the end of s.
-func bytes8(s string, q int) uint64 {
-	if q+8 <= len(s) {
-		return load8(s[q : q+8])
-	}
-	if len(s) >= 8 { // the last eight bytes, shifted down to s[q]
-		return load8(s[len(s)-8:]) >> (8 * (q + 8 - len(s)))
-	}
-	var w uint64
-	for j := len(s) - 1; j >= q; j-- {
-		w = w<<8 | uint64(s[j])
-	}
-	return w
 }
 
 // gatherHighBits packs the high bits of the eight bytes of w (no other
