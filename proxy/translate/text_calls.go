@@ -25,6 +25,7 @@ package translate
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
@@ -57,13 +59,12 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 		return nil
 	}
 	out := make([]textcall.Tool, 0, len(tools))
-	dec := jsontext.NewDecoder(bytes.NewReader(nil))
 	for i := range tools {
 		name, schema := of(&tools[i])
 		if name == "" {
 			continue
 		}
-		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(dec, schema)})
+		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(schema)})
 	}
 	return out
 }
@@ -72,79 +73,56 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 // each top-level property ({"properties":{"k":{"type":…}}}, anyOf and
 // oneOf kept), in memory of its own: a stream keeps it for its whole
 // life, and a coding client's tools hold tens of kilobytes of
-// descriptions. nil when the schema has no properties. It reads the
-// schema token by token, skipping the rest (no value is decoded).
-func compactSchema(dec *jsontext.Decoder, schema jsontext.Value) []byte {
+// descriptions. nil when the schema has no properties (or is not valid
+// JSON). It reads the schema with jsonscan, member by member, copying
+// only those values (no value is decoded).
+func compactSchema(schema jsontext.Value) []byte {
 	if schema.Kind() != '{' {
 		return nil
 	}
-	dec.Reset(bytes.NewReader(schema), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil
-	}
 	var out []byte
-	for dec.PeekKind() == '"' {
-		key, err := dec.ReadValue() // a name read raw: no copy of it
-		if err != nil {
-			return nil
+	sc := jsonscan.New(schema)
+	err := sc.Members(func(key []byte) error {
+		if string(key) != `"properties"` || sc.Peek() != '{' {
+			_, err := sc.Value()
+			return err
 		}
-		if string(key) != `"properties"` || dec.PeekKind() != '{' {
-			if dec.SkipValue() != nil {
-				return nil
-			}
-			continue
-		}
-		dec.ReadToken()
 		out = append(out[:0], `{"properties":{`...)
-		for n := 0; dec.PeekKind() == '"'; n++ {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return nil
-			}
+		n := 0
+		err := sc.Members(func(name []byte) error {
 			if n > 0 {
 				out = append(out, ',')
 			}
+			n++
 			out = append(append(out, name...), ":{"...)
-			if dec.PeekKind() != '{' {
-				if dec.SkipValue() != nil {
-					return nil
-				}
+			if sc.Peek() != '{' {
+				_, err := sc.Value()
 				out = append(out, '}')
-				continue
+				return err
 			}
-			dec.ReadToken()
-			for m := 0; dec.PeekKind() == '"'; {
-				key, err := dec.ReadValue()
-				if err != nil {
-					return nil
-				}
+			m := 0
+			err := sc.Members(func(key []byte) error {
 				switch string(key) {
 				case `"type"`, `"anyOf"`, `"oneOf"`:
+					v, err := sc.Value()
 					if m > 0 {
 						out = append(out, ',')
 					}
 					m++
-					out = append(append(out, key...), ':') // key is void once the value is read
-					v, err := dec.ReadValue()
-					if err != nil {
-						return nil
-					}
-					out = append(out, v...)
-				default:
-					if dec.SkipValue() != nil {
-						return nil
-					}
+					out = append(append(append(out, key...), ':'), v...)
+					return err
 				}
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return nil
-			}
+				_, err := sc.Value()
+				return err
+			})
 			out = append(out, '}')
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil
-		}
+			return err
+		})
 		out = append(out, "}}"...)
+		return err
+	})
+	if err != nil {
+		return nil
 	}
 	return out
 }
@@ -163,7 +141,12 @@ func chatOutToolOf(t *chatTool) (string, jsontext.Value) { return t.name, t.para
 // rawTools reads the tools of a request a normalizer passes through: the
 // value of its "tools" member, in the Chat shape
 // ({"type":"function","function":{"name","parameters"}}) or the Messages
-// one ({"name","input_schema"}).
+// one ({"type","name","input_schema"}; a server tool, of a type other than
+// custom, is left out). The body was validated when its members were
+// scanned; the tools are read with jsonscan, member by member, the names
+// unescaped and the schemas compacted, their descriptions skipped. A
+// tools value not of that shape (a name that is not a string) offers
+// none, as a decoder would have refused it.
 func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if target.TextCalls == 0 {
 		return nil
@@ -172,18 +155,111 @@ func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if !ok || v.value.Kind() != '[' {
 		return nil
 	}
-	if messagesShape {
-		var tools []messages.Tool
-		if json.Unmarshal(v.value, &tools, decodeOpts, aliasRaw) != nil {
-			return nil
+	var out []textcall.Tool
+	sc := jsonscan.New(v.value)
+	err := sc.Elements(func(int) error {
+		var t rawTool
+		var err error
+		if messagesShape {
+			err = t.readMessages(&sc)
+		} else {
+			err = t.readChat(&sc)
 		}
-		return offeredTools(target, tools, messagesToolOf)
-	}
-	var tools []chat.Tool
-	if json.Unmarshal(v.value, &tools, decodeOpts, aliasRaw) != nil {
+		if err == nil && t.name != "" && (!messagesShape || !t.server && t.schema != nil) {
+			out = append(out, textcall.Tool{Name: t.name, Parameters: compactSchema(t.schema)})
+		}
+		return err
+	})
+	if err != nil {
 		return nil
 	}
-	return offeredTools(target, tools, chatToolOf)
+	return out
+}
+
+// rawTool is what rawTools reads of one tool.
+type rawTool struct {
+	name   string
+	schema jsontext.Value
+	server bool // a Messages server tool (a type other than custom)
+}
+
+var errToolShape = errors.New("a tool of another shape")
+
+// stringMember reads a member's value that must be a string or null (as
+// a string field decodes), unescaped.
+func stringMember(sc *jsonscan.Scanner) (string, error) {
+	v, err := sc.Value()
+	switch {
+	case err != nil:
+		return "", err
+	case v[0] == 'n':
+		return "", nil
+	case v[0] != '"':
+		return "", errToolShape
+	}
+	name, err := rawName(v)
+	return string(name), err
+}
+
+// skipNull reads a null where an object may be (it decodes as nothing);
+// any other value there is not a tool.
+func skipNull(sc *jsonscan.Scanner, c byte) error {
+	if c != 'n' {
+		return errToolShape
+	}
+	_, err := sc.Value()
+	return err
+}
+
+// readMessages reads a Messages tool: {"type","name","input_schema"}.
+func (t *rawTool) readMessages(sc *jsonscan.Scanner) error {
+	if c := sc.Peek(); c != '{' {
+		return skipNull(sc, c)
+	}
+	return sc.Members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case `"name"`:
+			t.name, err = stringMember(sc)
+		case `"type"`:
+			var typ string
+			typ, err = stringMember(sc)
+			t.server = typ != "" && typ != "custom"
+		case `"input_schema"`:
+			t.schema, err = sc.Value()
+		default:
+			_, err = sc.Value()
+		}
+		return err
+	})
+}
+
+// readChat reads a Chat tool: {"type","function":{"name","parameters"}}.
+func (t *rawTool) readChat(sc *jsonscan.Scanner) error {
+	if c := sc.Peek(); c != '{' {
+		return skipNull(sc, c)
+	}
+	return sc.Members(func(key []byte) error {
+		if string(key) != `"function"` {
+			_, err := sc.Value()
+			return err
+		}
+		if c := sc.Peek(); c != '{' {
+			return skipNull(sc, c)
+		}
+		return sc.Members(func(key []byte) error {
+			var err error
+			switch string(key) {
+			case `"name"`:
+				t.name, err = stringMember(sc)
+			case `"parameters"`:
+				t.schema, err = sc.Value()
+			default:
+				_, err = sc.Value()
+			}
+			return err
+		})
+	})
 }
 
 // TextCallIDs makes the ids of the calls recovered in one answer:
@@ -228,6 +304,42 @@ type ChatTextCalls struct {
 	// writes take (read when it writes one)
 	first, id, model, created []byte
 	toolIndex                 int // the next tool_calls index: after the backend's own
+	plain                     plainChunk
+}
+
+// plainChunk is the shape of the latest chunk of plain text that passed
+// as it came: its bytes before and after the content's text. A server
+// writes every text chunk of a stream the same way (the same id, model
+// and created, the same members in the same order), so the next chunk
+// that starts and ends with the same bytes, its text between them plain
+// (no quote, backslash or control character; UTF-8), is the same chunk
+// of another text: quickScan would find it so, and it is not read again.
+type plainChunk struct {
+	head, tail []byte
+}
+
+// learn keeps the shape of payload, whose content's text is
+// payload[start:end].
+func (c *plainChunk) learn(payload []byte, start, end int) {
+	c.head = append(c.head[:0], payload[:start]...)
+	c.tail = append(c.tail[:0], payload[end:]...)
+}
+
+// text is the content's text of payload when payload has the shape
+// learned.
+func (c *plainChunk) text(payload []byte) ([]byte, bool) {
+	if c.head == nil || len(payload) < len(c.head)+len(c.tail) || !bytes.HasPrefix(payload, c.head) || !bytes.HasSuffix(payload, c.tail) {
+		return nil, false
+	}
+	text := payload[len(c.head) : len(payload)-len(c.tail)]
+	ascii := true
+	for _, b := range text {
+		if b < ' ' || b == '"' || b == '\\' {
+			return nil, false
+		}
+		ascii = ascii && b < utf8.RuneSelf
+	}
+	return text, ascii || utf8.Valid(text)
 }
 
 // NewChatTextCalls returns the filter of one Chat stream; idPrefix
@@ -290,11 +402,15 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 	if f.first == nil {
 		f.first = bytes.Clone(payload) // its id, model and created, for the chunks the filter writes
 	}
+	if text, ok := f.plain.text(payload); ok && f.sc.Passes(text) {
+		return append(append(dst, line...), ending...) // as below, the line read again
+	}
 	sp, ok := quickScan(payload)
 	if ok && sp.plain && sp.fStart < 0 && f.sc.Passes(payload[sp.cStart+1:sp.cEnd-1]) {
 		// Plain text, which the scanner would give back as it came: the
 		// line too, without copying the text out (nor checking the line
 		// is JSON: the scanner is left as it was whatever it is).
+		f.plain.learn(payload, sp.cStart+1, sp.cEnd-1)
 		return append(append(dst, line...), ending...)
 	}
 	if ok {

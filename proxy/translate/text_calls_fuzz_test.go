@@ -328,14 +328,13 @@ func TestTextCallsSplitSeeds(t *testing.T) {
 }
 
 func TestCompactSchema(t *testing.T) {
-	dec := jsontext.NewDecoder(strings.NewReader(""))
-	got := string(compactSchema(dec, []byte(`{"type":"object","description":"long words","properties":{"n":{"type":"integer","description":"a count"},"o":{"anyOf":[{"type":"null"},{"type":"object"}],"title":"x"}},"required":["n"]}`)))
+	got := string(compactSchema([]byte(`{"type":"object","description":"long words","properties":{"n":{"type":"integer","description":"a count"},"o":{"anyOf":[{"type":"null"},{"type":"object"}],"title":"x"}},"required":["n"]}`)))
 	want1 := `{"properties":{"n":{"type":"integer"},"o":{"anyOf":[{"type":"null"},{"type":"object"}]}}}`
 	want2 := `{"properties":{"o":{"anyOf":[{"type":"null"},{"type":"object"}]},"n":{"type":"integer"}}}`
 	if got != want1 && got != want2 {
 		t.Errorf("compactSchema = %s, want %s", got, want1)
 	}
-	if compactSchema(dec, []byte(`{"type":"object"}`)) != nil || compactSchema(dec, nil) != nil {
+	if compactSchema([]byte(`{"type":"object"}`)) != nil || compactSchema(nil) != nil {
 		t.Error("a schema without properties should compact to nil")
 	}
 	// What textcall types with it: a number parameter becomes a number.
@@ -400,6 +399,37 @@ func FuzzQuickTextDelta(f *testing.F) {
 		}
 		if be.Delta == nil || be.Delta.Type != "text_delta" || be.Index != index || be.Delta.Text != text {
 			t.Fatalf("%q: quick %d %q, decoded %+v %+v", data, index, text, be, be.Delta)
+		}
+	})
+}
+
+// FuzzPlainChunk: where a chunk has the shape of the latest plain one (its
+// bytes before and after the text the same), quickScan reads it as the
+// same chunk of another text: plain, no finish_reason, the text between.
+func FuzzPlainChunk(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi "},"finish_reason":null}]}`, "there"},
+		{`{"choices":[{"index":0,"delta":{"content":"a"}}]}`, `b","finish_reason":"stop`},
+		{`{"choices":[{"index":0,"delta":{"content":""}}]}`, "é"},
+		{`{"choices":[{"delta":{"content":"x"},"index":0}]}`, "\\n"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, first, text string) {
+		sp, ok := quickScan([]byte(first))
+		if !ok || !sp.plain || sp.fStart >= 0 {
+			return
+		}
+		var c plainChunk
+		c.learn([]byte(first), sp.cStart+1, sp.cEnd-1)
+		next := first[:sp.cStart+1] + text + first[sp.cEnd-1:]
+		got, ok := c.text([]byte(next))
+		if !ok {
+			return
+		}
+		q, qok := quickScan([]byte(next))
+		if !qok || !q.plain || q.fStart >= 0 || q.cStart != sp.cStart || string(got) != text || next[q.cStart+1:q.cEnd-1] != text {
+			t.Fatalf("%q after %q: fast path %q, quickScan %+v (ok %v)", next, first, got, q, qok)
 		}
 	})
 }
