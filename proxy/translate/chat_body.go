@@ -3,12 +3,18 @@ package translate
 // The one writer of Chat request bodies: the Messages and the Responses
 // translations build a chatBody and write it here, folding the system role
 // into user text for a backend without one, so that no translated body is
-// parsed again.
+// parsed again. The Responses translation hands over its turns as the
+// client wrote them (raw JSON strings) and everything after is here:
+// the prompt's estimate, the output limit, the bytes, and the tools offered
+// for calls written as text.
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 )
 
 // part is a content part of a Chat message: text, or an image by URL. Its
@@ -22,6 +28,9 @@ type part struct {
 type toolCall struct {
 	id, name string
 	input    []byte // raw JSON
+	// args, when set, is a JSON string whose text is the arguments (a
+	// Responses function_call's): the writer reads it into input.
+	args jsontext.Value
 }
 
 // chatMsg is a Chat message under construction. str says content goes out
@@ -35,14 +44,15 @@ type chatMsg struct {
 	callID string // tool
 }
 
-// chatTool is a Chat function tool: its description is the inside of a
-// JSON string in pieces (the first ndesc of desc: the tool's own, and a
-// custom tool's grammar after a note), its parameters a JSON Schema object.
+// chatTool is a Chat function tool: its description a raw JSON string (nil:
+// none), followed by a custom tool's grammar (a raw JSON string) after
+// grammarNote when grammar is set; its parameters a JSON Schema object.
 type chatTool struct {
-	name       string
-	desc       [3][]byte
-	ndesc      int
-	parameters jsontext.Value
+	name        string
+	desc        jsontext.Value
+	grammarNote string
+	grammar     jsontext.Value
+	parameters  jsontext.Value
 }
 
 // chatBody is a Chat request ready to be written: strings and raw values
@@ -52,18 +62,159 @@ type chatTool struct {
 type chatBody struct {
 	model             string
 	msgs              []chatMsg
+	turns             []chatTurn // the Responses translation's, made msgs by request
 	foldSystem        bool
 	tools             []chatTool
 	toolChoice        jsontext.Value // written only with tools
+	toolChoiceName    string         // a function named as tool_choice, in place of toolChoice
 	parallelToolCalls *bool          // written only with tools
 	maxTokens         *int64
 	temperature, topP jsontext.Value
 	topK              jsontext.Value
 	stop              []string
-	user              []byte // the inside of a JSON string
+	user              jsontext.Value // a raw JSON string
 	reasoningEffort   string
 	responseFormat    jsontext.Value
 	stream            bool
+}
+
+// chatTurn is a Chat message under construction.
+type chatTurn struct {
+	role   string // system, user, assistant, tool
+	parts  []turnPart
+	calls  []toolCall
+	callID string
+}
+
+// turnPart is text, or an image (a URL or data URL) when image is set: v,
+// a raw JSON string as the client escaped it (it goes on to the backend
+// without being unquoted and quoted again), or else s, a decoded string
+// (a refusal, an image's URL) for the writer to quote.
+type turnPart struct {
+	v     jsontext.Value
+	s     string
+	image bool
+}
+
+// inside is the part's value as the inside of a JSON string.
+func (p *turnPart) inside() []byte {
+	if p.v != nil {
+		return inner(p.v)
+	}
+	return quoteInner(p.s)
+}
+
+// msg is the turn as the Chat message the Messages translation writes
+// too: system and user texts joined with a blank line, assistant and tool
+// texts joined as they are, and a list of parts when there are images.
+func (t *chatTurn) msg() chatMsg {
+	m := chatMsg{role: t.role, calls: t.calls, callID: t.callID}
+	for i := range m.calls {
+		if c := &m.calls[i]; c.args != nil {
+			c.input = callInput(unquoted(c.args))
+		}
+	}
+	images := false
+	for _, p := range t.parts {
+		images = images || p.image
+	}
+	if images {
+		m.parts = make([]part, len(t.parts))
+		for i, p := range t.parts {
+			m.parts[i] = part{image: p.image, segs: [][]byte{p.inside()}}
+		}
+		return m
+	}
+	if t.role == "assistant" && len(t.parts) == 0 {
+		return m // content null
+	}
+	var sep []byte
+	if t.role != "assistant" && t.role != "tool" {
+		sep = sepPara
+	}
+	segs := make([][]byte, 0, 2*len(t.parts))
+	for i, p := range t.parts {
+		if i > 0 && sep != nil {
+			segs = append(segs, sep)
+		}
+		segs = append(segs, p.inside())
+	}
+	m.str, m.parts = true, []part{{segs: segs}}
+	return m
+}
+
+// request is the Chat request the Responses translation hands over, ready
+// for the backend's target: it estimates the prompt it writes (one walk
+// feeding promptEstimate), fits max_tokens to the window when the client
+// asked for a limit (asked; nil: none), writes the body into a pooled
+// buffer of about size bytes, and then lists the tools offered for calls
+// written as text.
+func (o *chatBody) request(target Target, asked *int64, size int) (BackendRequest, error) {
+	o.model, o.foldSystem = target.BackendModel, !target.SupportsSystemMessage
+	if !target.SupportsReasoningEffort {
+		o.reasoningEffort = ""
+	}
+	breq := BackendRequest{Target: target, Stream: o.stream, InputTokens: o.estimate()}
+	if asked != nil {
+		n, err := fitOutput(*asked, breq.InputTokens, target)
+		if err != nil {
+			return BackendRequest{}, err
+		}
+		o.maxTokens, breq.MaxTokens = &n, int(min(n, 1<<31))
+	}
+	w := bufpool.Get(size)
+	o.msgs = make([]chatMsg, len(o.turns))
+	for i := range o.turns {
+		o.msgs[i] = o.turns[i].msg()
+	}
+	breq.Body = o.append(w)
+	breq.Tools = offeredTools(target, o.tools, chatOutToolOf)
+	return breq, nil
+}
+
+// estimate is the promptEstimate of the turns and tools request writes.
+func (o *chatBody) estimate() int {
+	var e promptEstimate
+	for i := range o.turns {
+		t := &o.turns[i]
+		e.message()
+		for j := range t.parts {
+			switch p := &t.parts[j]; {
+			case p.image:
+				e.image()
+			case p.v != nil:
+				e.text(p.v)
+			default:
+				e.n += EstimateTokens(p.s)
+			}
+		}
+		for _, c := range t.calls {
+			if c.args != nil {
+				c.input, _ = e.u.text(c.args)
+			}
+			e.toolCall(c.name, callInput(c.input))
+		}
+	}
+	for i := range o.tools {
+		t := &o.tools[i]
+		e.n += toolOverhead + EstimateTokens(t.name)
+		e.text(t.desc)
+		if t.grammar != nil {
+			e.n += EstimateTokens(t.grammarNote)
+			e.text(t.grammar)
+		}
+		e.json(t.parameters)
+	}
+	return e.total()
+}
+
+// callInput is a call's arguments as the backend gets them: an empty or
+// blank text is the empty object.
+func callInput(in []byte) []byte {
+	if len(bytes.TrimSpace(in)) == 0 {
+		return emptyObject
+	}
+	return in
 }
 
 // append writes the Chat request: members in this order, zero ones left
@@ -82,16 +233,23 @@ func (o *chatBody) append(w []byte) []byte {
 			}
 			w = append(w, `{"type":"function","function":{"name":`...)
 			w = appendQuoted(w, t.name)
-			if t.ndesc > 0 {
-				w = append(w, `,"description":`...)
-				w = appendString(w, t.desc[:t.ndesc])
+			if t.desc != nil || t.grammar != nil {
+				w = append(w, `,"description":"`...)
+				w = append(w, inner(t.desc)...)
+				if t.grammar != nil {
+					w = append(append(w, quoteInner(t.grammarNote)...), inner(t.grammar)...)
+				}
+				w = append(w, '"')
 			}
 			w = append(w, `,"parameters":`...)
 			w = append(w, t.parameters...)
 			w = append(w, `}}`...)
 		}
 		w = append(w, ']')
-		if o.toolChoice != nil {
+		if o.toolChoiceName != "" {
+			w = append(w, `,"tool_choice":{"type":"function","function":{"name":`...)
+			w = append(appendQuoted(w, o.toolChoiceName), `}}`...)
+		} else if o.toolChoice != nil {
 			w = append(w, `,"tool_choice":`...)
 			w = append(w, o.toolChoice...)
 		}
@@ -124,7 +282,7 @@ func (o *chatBody) append(w []byte) []byte {
 		w = append(w, ']')
 	}
 	if o.user != nil {
-		w = appendString(append(w, `,"user":`...), [][]byte{o.user})
+		w = append(append(w, `,"user":`...), o.user...)
 	}
 	if o.reasoningEffort != "" {
 		w = appendQuoted(append(w, `,"reasoning_effort":`...), o.reasoningEffort)

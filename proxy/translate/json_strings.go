@@ -12,6 +12,9 @@ import (
 // JSON strings as the translations copy them: raw, as the client escaped
 // them. Every route's writer uses these.
 
+// emptyObject is the JSON value {}, for a call with no arguments.
+var emptyObject = []byte(`{}`)
+
 // appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, so
 // whatever bytes a backend or caller sends, the JSON stays valid.
 func appendQuoted[T ~string | ~[]byte](dst []byte, s T) []byte {
@@ -46,6 +49,17 @@ func textOf(v []byte) (in []byte, ok bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// unquoted returns the text of the valid JSON string v (quoted): its
+// inside when it has no escapes, else a copy unescaped.
+func unquoted(v []byte) []byte {
+	in := inner(v)
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in
+	}
+	s, _ := jsontext.AppendUnquote(nil, v)
+	return s
 }
 
 // quoteInner escapes s as the inside of a JSON string.

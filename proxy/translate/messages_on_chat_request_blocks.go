@@ -25,7 +25,6 @@ var (
 	errorPrefix = []byte(`Error: `)
 	dataPrefix  = []byte(`data:`)
 	base64Infix = []byte(`;base64,`)
-	emptyObject = []byte(`{}`)
 
 	imagePlaceholder = []byte(ImagePlaceholder)
 )

@@ -65,7 +65,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 		}
 		def := chatTool{name: t.Name, parameters: t.InputSchema}
 		if t.Description.Kind() == '"' {
-			def.desc[0], def.ndesc = inner(t.Description), 1
+			def.desc = t.Description
 		}
 		out.tools = append(out.tools, def)
 	}
@@ -76,7 +76,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 		case "any":
 			out.toolChoice = jsontext.Value(`"required"`)
 		case "tool":
-			out.toolChoice = append(appendQuoted(jsontext.Value(`{"type":"function","function":{"name":`), tc.Name), `}}`...)
+			out.toolChoiceName = tc.Name
 		}
 		if tc.DisableParallelToolUse {
 			out.parallelToolCalls = new(bool)
@@ -91,7 +91,7 @@ func (b *builder) encode(req *messages.Request, w []byte) []byte {
 		}
 	}
 	if md := req.Metadata; md != nil && md.UserID.Kind() == '"' {
-		out.user = inner(md.UserID)
+		out.user = md.UserID
 	}
 	if b.target.SupportsReasoningEffort {
 		out.reasoningEffort = reasoningEffort(req)

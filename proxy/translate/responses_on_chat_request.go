@@ -1,13 +1,11 @@
 package translate
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
@@ -106,6 +104,8 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens <= 0 {
 		return BackendRequest{}, nil, invalidf("max_output_tokens: must be greater than 0, got %d", *req.MaxOutputTokens)
 	}
+	// The Target first, before the input is read: the caller's resolver
+	// learns of the request even when its input is refused.
 	target, err := resolveTarget(resolve, req.Model)
 	if err != nil {
 		return BackendRequest{}, nil, err
@@ -115,7 +115,7 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	switch req.Instructions.Kind() {
 	case '"':
 		if len(req.Instructions) > len(`""`) {
-			b.push(chatTurn{role: "system", parts: []turnPart{{text: inner(req.Instructions)}}})
+			b.push(chatTurn{role: "system", parts: []turnPart{{v: req.Instructions}}})
 		}
 	case 'n', jsontext.KindInvalid:
 	default:
@@ -128,12 +128,12 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 	if len(b.turns) == 0 {
 		return BackendRequest{}, nil, invalidf("input: must not be empty")
 	}
-	out := chatBody{model: target.BackendModel, foldSystem: !target.SupportsSystemMessage, stream: req.Stream}
+	out := chatBody{turns: b.turns, stream: req.Stream}
 	if out.tools, err = b.tools(make([]chatTool, 0, toolCount(req.Tools)), req.Tools, "", "tools"); err != nil {
 		return BackendRequest{}, nil, err
 	}
 	if len(out.tools) > 0 {
-		if out.toolChoice, err = responsesToolChoice(req.ToolChoice); err != nil {
+		if out.toolChoice, out.toolChoiceName, err = responsesToolChoice(req.ToolChoice); err != nil {
 			return BackendRequest{}, nil, err
 		}
 		out.parallelToolCalls = req.ParallelToolCalls
@@ -152,9 +152,9 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 		}
 	}
 	if req.User.Kind() == '"' {
-		out.user = inner(req.User)
+		out.user = req.User
 	}
-	if target.SupportsReasoningEffort && req.Reasoning != nil && req.Reasoning.Effort != nil {
+	if req.Reasoning != nil && req.Reasoning.Effort != nil { // written if the backend takes it
 		out.reasoningEffort = responsesEffort(*req.Reasoning.Effort)
 	}
 	if req.Text != nil {
@@ -162,122 +162,20 @@ func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (Back
 			return BackendRequest{}, nil, err
 		}
 	}
-	// The prompt's estimate: for the window, and for a stream whose
-	// backend never reports usage.
-	estimate := estimateTurns(b.turns, out.tools)
-	breq := BackendRequest{Target: target, Stream: req.Stream, InputTokens: estimate, Tools: offeredTools(target, out.tools, chatOutToolOf)}
-	if req.MaxOutputTokens != nil {
-		n, err := fitOutput(*req.MaxOutputTokens, estimate, target)
-		if err != nil {
-			return BackendRequest{}, nil, err
-		}
-		out.maxTokens, breq.MaxTokens = &n, int(min(n, 1<<31))
+	// The rest is the writer's: the prompt's estimate, the output limit,
+	// the bytes, in a pooled buffer about the size of the request (the
+	// caller gives it back), and the tools offered for text calls.
+	breq, err := out.request(target, req.MaxOutputTokens, len(body)+1024)
+	if err != nil {
+		return BackendRequest{}, nil, err
 	}
-	out.msgs = make([]chatMsg, len(b.turns))
-	for i := range b.turns {
-		out.msgs[i] = b.turns[i].msg()
-	}
-	// Written into a pooled buffer (the caller gives it back), about the
-	// size of the request; the writer folds the system role for a backend
-	// without one.
-	breq.Body = out.append(bufpool.Get(len(body) + 1024))
 	return breq, call, nil
-}
-
-// estimateTurns is the promptEstimate of the Chat messages and tools
-// ResponsesOnChatRequest writes.
-func estimateTurns(turns []chatTurn, tools []chatTool) int {
-	var e promptEstimate
-	for i := range turns {
-		t := &turns[i]
-		e.message()
-		for _, p := range t.parts {
-			if p.image {
-				e.image()
-			} else {
-				e.escaped(p.text)
-			}
-		}
-		for _, c := range t.calls {
-			e.toolCall(c.name, c.input)
-		}
-	}
-	for i := range tools {
-		t := &tools[i]
-		e.n += toolOverhead + EstimateTokens(t.name)
-		for _, d := range t.desc[:t.ndesc] {
-			e.escaped(d)
-		}
-		e.json(t.parameters)
-	}
-	return e.total()
-}
-
-// chatTurn is a Chat message under construction.
-type chatTurn struct {
-	role   string // system, user, assistant, tool
-	parts  []turnPart
-	calls  []toolCall
-	callID string
-}
-
-// turnPart is text, or an image (a URL or data URL) when image is set:
-// the inside of a JSON string, escaped as the client escaped it: it goes
-// on to the backend without being unquoted and quoted again.
-type turnPart struct {
-	text  []byte
-	image bool
-}
-
-// msg is the turn as the Chat message the Messages translation writes
-// too: system and user texts joined with a blank line, assistant and tool
-// texts joined as they are, and a list of parts when there are images.
-func (t *chatTurn) msg() chatMsg {
-	m := chatMsg{role: t.role, calls: t.calls, callID: t.callID}
-	images := false
-	for _, p := range t.parts {
-		images = images || p.image
-	}
-	if images {
-		m.parts = make([]part, len(t.parts))
-		for i, p := range t.parts {
-			m.parts[i] = part{image: p.image, segs: [][]byte{p.text}}
-		}
-		return m
-	}
-	if t.role == "assistant" && len(t.parts) == 0 {
-		return m // content null
-	}
-	var sep []byte
-	if t.role != "assistant" && t.role != "tool" {
-		sep = sepPara
-	}
-	segs := make([][]byte, 0, 2*len(t.parts))
-	for i, p := range t.parts {
-		if i > 0 && sep != nil {
-			segs = append(segs, sep)
-		}
-		segs = append(segs, p.text)
-	}
-	m.str, m.parts = true, []part{{segs: segs}}
-	return m
 }
 
 type responsesBuilder struct {
 	call   *ResponsesCall
 	turns  []chatTurn
 	images []turnPart // images of tool outputs, for a user turn after them
-}
-
-// unquoted returns the text of the valid JSON string v (quoted): its
-// inside when it has no escapes, else a copy unescaped.
-func unquoted(v []byte) []byte {
-	in := inner(v)
-	if bytes.IndexByte(in, '\\') < 0 {
-		return in
-	}
-	s, _ := jsontext.AppendUnquote(nil, v)
-	return s
 }
 
 // push appends a turn, merging it into the previous one when both are
@@ -301,7 +199,9 @@ func (b *responsesBuilder) push(t chatTurn) {
 	b.turns = append(b.turns, t)
 }
 
-var imagesNote = []byte(`(images from the tool results above)`)
+// imagesNote is the text before the images of tool outputs: a JSON
+// string, as the client's texts are kept.
+var imagesNote = []byte(`"(images from the tool results above)"`)
 
 func (b *responsesBuilder) flushImages() {
 	if len(b.images) == 0 {
@@ -309,14 +209,14 @@ func (b *responsesBuilder) flushImages() {
 	}
 	imgs := b.images
 	b.images = nil
-	b.push(chatTurn{role: "user", parts: append([]turnPart{{text: imagesNote}}, imgs...)})
+	b.push(chatTurn{role: "user", parts: append([]turnPart{{v: imagesNote}}, imgs...)})
 }
 
 func (b *responsesBuilder) input(in *responses.Input) error {
 	if in.Items == nil {
 		switch in.Text.Kind() {
 		case '"':
-			b.push(chatTurn{role: "user", parts: []turnPart{{text: inner(in.Text)}}})
+			b.push(chatTurn{role: "user", parts: []turnPart{{v: in.Text}}})
 			return nil
 		case jsontext.KindInvalid, 'n':
 			return invalidf("input: required (a string, or an array of input items)")
@@ -341,9 +241,11 @@ func callMember(i int, it *responses.Item, kind, field string, raw jsontext.Valu
 	return rawString(raw, "input", i, field)
 }
 
-// pushCall adds the assistant's call of item it, with its arguments.
-func (b *responsesBuilder) pushCall(it *responses.Item, args []byte) {
-	b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: args}}})
+// pushCall adds the assistant's call of item it: its arguments are input
+// (JSON), or args (a JSON string holding them, as a function_call sends
+// them; the writer reads its text).
+func (b *responsesBuilder) pushCall(it *responses.Item, input []byte, args jsontext.Value) {
+	b.push(chatTurn{role: "assistant", calls: []toolCall{{id: it.CallID, name: chatToolName(it.Namespace, it.Name), input: input, args: args}}})
 }
 
 func (b *responsesBuilder) item(i int, it *responses.Item) error {
@@ -359,20 +261,22 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		if err != nil {
 			return err
 		}
-		args := unquoted(raw)
-		if len(bytes.TrimSpace(args)) == 0 {
-			args = emptyObject
+		if raw == nil {
+			b.pushCall(it, emptyObject, nil)
+		} else {
+			b.pushCall(it, nil, raw)
 		}
-		b.pushCall(it, args)
 	case responses.ItemCustomToolCall:
 		raw, err := callMember(i, it, "custom_tool_call", "input", it.Input)
 		if err != nil {
 			return err
 		}
-		in := inner(raw)
-		args := make([]byte, 0, len(in)+len(customInputKey)+8)
-		args = append(append(append(args, `{"`+customInputKey+`":"`...), in...), `"}`...)
-		b.pushCall(it, args)
+		if raw == nil {
+			raw = emptyString
+		}
+		args := make([]byte, 0, len(raw)+len(customInputKey)+6)
+		args = append(append(append(args, `{"`+customInputKey+`":`...), raw...), '}')
+		b.pushCall(it, args, nil)
 	case responses.ItemFunctionCallOutput, responses.ItemCustomToolCallOutput:
 		if it.CallID == "" {
 			return invalidf("input.%d: a %s needs call_id", i, typ)
@@ -434,7 +338,7 @@ func (b *responsesBuilder) message(i int, it *responses.Item) error {
 			}
 		}
 	case it.Content.Text.Kind() == '"':
-		parts = append(parts, turnPart{text: inner(it.Content.Text)})
+		parts = append(parts, turnPart{v: it.Content.Text})
 	default:
 		return invalidf("input.%d.content: must be a string or an array of content parts", i)
 	}
@@ -457,18 +361,18 @@ func (b *responsesBuilder) contentPart(p *responses.Part, i, j int) (turnPart, b
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 		switch p.Text.Kind() {
 		case '"':
-			return turnPart{text: inner(p.Text)}, len(p.Text) > len(`""`), nil
+			return turnPart{v: p.Text}, len(p.Text) > len(`""`), nil
 		case 'n', jsontext.KindInvalid:
 			return turnPart{}, false, nil
 		}
 		return turnPart{}, false, invalidf("input.%d.content.%d.text: must be a string, got %s", i, j, kindName(p.Text.Kind()))
 	case "refusal":
-		return turnPart{text: quoteInner(p.Refusal)}, p.Refusal != "", nil
+		return turnPart{s: p.Refusal}, p.Refusal != "", nil
 	case "input_image":
 		if p.ImageURL == "" {
 			return turnPart{}, false, invalidf("input.%d.content.%d: an input_image needs image_url (an https or data: URL); file_id is not supported by the backend", i, j)
 		}
-		return turnPart{text: quoteInner(p.ImageURL), image: true}, true, nil
+		return turnPart{s: p.ImageURL, image: true}, true, nil
 	case "input_file":
 		return turnPart{}, false, invalidf("input.%d.content.%d: input_file is not supported: the backend reads text and images only", i, j)
 	}
@@ -492,7 +396,7 @@ func (b *responsesBuilder) outputParts(c *responses.Content, i int) ([]turnPart,
 		}
 		return out, nil
 	case c.Text.Kind() == '"':
-		return []turnPart{{text: inner(c.Text)}}, nil
+		return []turnPart{{v: c.Text}}, nil
 	case c.Text == nil:
 		return nil, nil
 	}
@@ -530,8 +434,8 @@ func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespa
 				return nil, err
 			}
 			def := chatTool{name: name, parameters: t.Parameters}
-			if in := inner(desc); len(in) > 0 {
-				def.desc[0], def.ndesc = in, 1
+			if len(desc) > len(`""`) {
+				def.desc = desc
 			}
 			if t.Type == "custom" {
 				if b.call.custom == nil {
@@ -544,10 +448,9 @@ func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespa
 					if err != nil {
 						return nil, err
 					}
-					if in := inner(grammar); len(in) > 0 {
-						def.desc[def.ndesc] = quoteInner("\n\nThe input is free text (not JSON) in this " + f.Syntax + " grammar:\n")
-						def.desc[def.ndesc+1] = in
-						def.ndesc += 2
+					if len(grammar) > len(`""`) {
+						def.grammarNote = "\n\nThe input is free text (not JSON) in this " + f.Syntax + " grammar:\n"
+						def.grammar = grammar
 					}
 				}
 			} else if def.parameters.Kind() != '{' {
@@ -571,23 +474,25 @@ func (b *responsesBuilder) tools(out []chatTool, tools []responses.Tool, namespa
 }
 
 var (
+	emptyString      = jsontext.Value(`""`)
 	customParameters = jsontext.Value(`{"type":"object","properties":{"input":{"type":"string","description":"The tool's raw input, as free text."}},"required":["input"]}`)
 	emptyParameters  = jsontext.Value(`{"type":"object","properties":{}}`)
 )
 
 // responsesToolChoice maps tool_choice: "auto", "none", "required" pass;
-// {"type":"function"|"custom","name"} names a function; allowed_tools
-// keeps its mode; a hosted tool's choice becomes "auto".
-func responsesToolChoice(v jsontext.Value) (jsontext.Value, error) {
+// {"type":"function"|"custom","name"} names a function (name, for the
+// writer to write); allowed_tools keeps its mode; a hosted tool's choice
+// becomes "auto".
+func responsesToolChoice(v jsontext.Value) (choice jsontext.Value, name string, err error) {
 	switch v.Kind() {
 	case jsontext.KindInvalid, 'n':
-		return nil, nil
+		return nil, "", nil
 	case '"':
 		switch string(v) {
 		case `"auto"`, `"none"`, `"required"`:
-			return v, nil
+			return v, "", nil
 		}
-		return nil, invalidf("tool_choice: must be \"auto\", \"none\", \"required\" or an object, got %s", v)
+		return nil, "", invalidf("tool_choice: must be \"auto\", \"none\", \"required\" or an object, got %s", v)
 	case '{':
 		var tc struct {
 			Type      string `json:"type"`
@@ -596,23 +501,22 @@ func responsesToolChoice(v jsontext.Value) (jsontext.Value, error) {
 			Mode      string `json:"mode"`
 		}
 		if err := json.Unmarshal(v, &tc); err != nil {
-			return nil, prefixed("tool_choice", decodeError(err))
+			return nil, "", prefixed("tool_choice", decodeError(err))
 		}
 		switch tc.Type {
 		case "function", "custom":
 			if tc.Name == "" {
-				return nil, invalidf("tool_choice.name: required when tool_choice.type is %q", tc.Type)
+				return nil, "", invalidf("tool_choice.name: required when tool_choice.type is %q", tc.Type)
 			}
-			out := append([]byte(`{"type":"function","function":{"name":`), jsonQuote(chatToolName(tc.Namespace, tc.Name))...)
-			return append(out, "}}"...), nil
+			return nil, chatToolName(tc.Namespace, tc.Name), nil
 		case "allowed_tools":
 			if tc.Mode == "required" {
-				return jsontext.Value(`"required"`), nil
+				return jsontext.Value(`"required"`), "", nil
 			}
 		}
-		return jsontext.Value(`"auto"`), nil
+		return jsontext.Value(`"auto"`), "", nil
 	}
-	return nil, invalidf("tool_choice: must be a string or an object, got %s", kindName(v.Kind()))
+	return nil, "", invalidf("tool_choice: must be a string or an object, got %s", kindName(v.Kind()))
 }
 
 // responsesEffort maps reasoning.effort to Chat's reasoning_effort (low,
@@ -671,9 +575,6 @@ func responseFormat(v jsontext.Value) (jsontext.Value, error) {
 	}
 	return nil, nil
 }
-
-// jsonQuote quotes s as a JSON string (invalid UTF-8 becomes U+FFFD).
-func jsonQuote(s string) []byte { return appendQuoted(nil, s) }
 
 // rawString is a raw value that must be a JSON string, member field of
 // element i of list: it reports the string (quoted) when it is one, nil
