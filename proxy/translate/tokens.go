@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"math"
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -60,87 +62,230 @@ const (
 	leadPunct
 )
 
+// Byte classes: EstimateTokens looks each byte up once in byteClass to
+// know which run it starts or continues, instead of a chain of
+// comparisons; only bytes of classHigh are decoded as UTF-8. The first
+// four are the bytes a word can start at (alone, or led by the byte).
+const (
+	classLetter  = iota // A–Z, a–z
+	classSpace          // ' '
+	classTab            // '\t' (classSpace+1: blankRun counts tabs by it)
+	classPunct          // the other printable ASCII characters, and DEL
+	classDigit          // 0–9
+	classNewline        // '\n', '\r'
+	classControl        // the other ASCII controls
+	classHigh           // 0x80–0xFF: a byte of a multi-byte character, or not UTF-8
+)
+
+var byteClass = func() (t [256]uint8) {
+	for b := range t {
+		switch {
+		case b >= utf8.RuneSelf:
+			t[b] = classHigh
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z':
+			t[b] = classLetter
+		case '0' <= b && b <= '9':
+			t[b] = classDigit
+		case b == ' ':
+			t[b] = classSpace
+		case b == '\t':
+			t[b] = classTab
+		case b == '\n', b == '\r':
+			t[b] = classNewline
+		case b > ' ':
+			t[b] = classPunct
+		default:
+			t[b] = classControl
+		}
+	}
+	return t
+}()
+
+// shortWordPrice[k][m] is the price of the pre-token that starts with a
+// byte of class k (a letter, space, tab or punctuation character) and goes
+// on with m ASCII letters (m < 16): a word of m+1 letters, or one of m
+// letters led by a space or by punctuation; -1 where it is none (a space
+// or punctuation character with no letter after it).
+var shortWordPrice = func() (t [classPunct + 1][16]int) {
+	for m := range 16 {
+		t[classLetter][m] = wordCost(m+1, leadNone)
+		t[classSpace][m] = wordCost(m, leadSpace)
+		t[classTab][m] = wordCost(m, leadSpace)
+		t[classPunct][m] = wordCost(m, leadPunct)
+	}
+	t[classSpace][0], t[classTab][0], t[classPunct][0] = -1, -1, -1
+	return t
+}()
+
 // EstimateTokens estimates how many tokens s is under a cl100k-style BPE
-// tokenizer.
+// tokenizer. It reads s once, a pre-token at a time.
+//
+// Most pre-tokens are a short ASCII word, alone or led by a space or a
+// punctuation character: shortWords prices runs of those from a mask of
+// the bytes after s[i] that are no ASCII letters (gaps), which the loop
+// draws from masks of two 64-byte blocks of s (letterMask). Each helper
+// below scans one other kind of run, adds its price (in hundredths of a
+// token) to c and returns where the run ends.
 func EstimateTokens(s string) int {
 	c := 0 // hundredths of a token
-	i := 0
-	lead := leadNone
-	for i < len(s) {
-		ch := s[i]
-		switch {
-		case isASCIILetter(ch) || ch >= utf8.RuneSelf && startsLetter(s[i:]):
-			j, cost := scanWord(s, i, lead)
-			c += cost
-			i = j
-		case '0' <= ch && ch <= '9':
-			j := i + 1
-			for j < len(s) && '0' <= s[j] && s[j] <= '9' {
-				j++
-			}
-			c += 100 * ((j - i + 2) / 3)
-			i = j
-		case ch == ' ' || ch == '\t':
-			j := i + 1
-			tabs := 0
-			if ch == '\t' {
-				tabs = 1
-			}
-			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-				if s[j] == '\t' {
-					tabs++
-				}
-				j++
-			}
-			switch {
-			case j < len(s) && (s[j] == '\n' || s[j] == '\r'):
-				// joins the newline run that follows
-			case j < len(s) && (isPunct(s[j]) || isASCIILetter(s[j]) || s[j] >= utf8.RuneSelf && startsLetter(s[j:])):
-				// the last space leads the next word or punctuation run
-				if j-i > 1 {
-					lastTab := 0
-					if s[j-1] == '\t' {
-						lastTab = 1
+	// bit b of lo is whether s[blk+b] is an ASCII letter, of hi whether
+	// s[blk+64+b] is; loASCII and hiASCII whether their bytes are ASCII
+	blk := math.MinInt / 2
+	var lo, hi uint64
+	var loASCII, hiASCII bool
+	// bit b of gaps is whether s[i+1+b] is not an ASCII letter, up to
+	// where it was drawn from lo and hi; past that its bits are 0, so a run
+	// of zeros that reaches there is 16 or longer (see shortWords)
+	var gaps uint64
+	for i := 0; i < len(s); {
+		k := byteClass[s[i]]
+		if k <= classPunct {
+			if bits.TrailingZeros64(gaps|1<<63) >= 16 { // draw gaps anew
+				p := i + 1
+				if d := p - blk; d >= 64 {
+					if d < 128 {
+						blk, lo, loASCII = blk+64, hi, hiASCII
+					} else {
+						blk = p &^ 63
+						lo, loASCII = letterMask(s, blk)
 					}
-					c += blankRunCost(j-i-1-(tabs-lastTab), tabs-lastTab)
+					hi, hiASCII = letterMask(s, blk+64)
 				}
-				if isPunct(s[j]) {
-					j = punctRunAt(s, j, true, &c)
-				} else {
-					j, c = scanWordAdd(s, j, leadSpace, c)
-				}
-			default:
-				c += blankRunCost(j-i-tabs, tabs)
+				// the 64 bits from p (both shifts under 64:
+				// hi<<(64-off) is 0 for off 0)
+				off := uint(p-blk) & 63
+				gaps = ^(lo>>off | hi<<1<<(63-off))
 			}
-			i = j
-		case ch == '\n' || ch == '\r':
-			j := i + 1
-			for j < len(s) && (s[j] == '\n' || s[j] == '\r') {
-				j++
-			}
-			c += 100 * ((j - i + newlinesPerToken - 1) / newlinesPerToken)
-			i = j
-		case ch < utf8.RuneSelf:
-			if ch > ' ' && i+1 < len(s) && (isASCIILetter(s[i+1]) || s[i+1] >= utf8.RuneSelf && startsLetter(s[i+1:])) {
-				i, c = scanWordAdd(s, i+1, leadPunct, c)
+			j := i
+			i, c, gaps = shortWords(s, i, c, gaps, loASCII && hiASCII)
+			if i > j {
 				continue
 			}
-			i = punctRunAt(s, i, false, &c)
-		default:
+		}
+		gaps = 0 // the helpers below move i on: gaps is drawn anew
+		switch k {
+		case classLetter:
+			i, c = scanWord(s, i, leadNone, c)
+		case classSpace, classTab:
+			i, c = blankRun(s, i, c)
+		case classPunct:
+			// one punctuation character leads the word right after it
+			if i+1 < len(s) && startsWord(s, i+1) {
+				i, c = scanWord(s, i+1, leadPunct, c)
+			} else {
+				i, c = punctRunAt(s, i, false, c)
+			}
+		case classControl: // starts a punctuation run, never leads a word
+			i, c = punctRunAt(s, i, false, c)
+		case classDigit: // up to three digits a token
+			j := runOf(s, i+1, classDigit)
+			c += 100 * ((j - i + 2) / 3)
+			i = j
+		case classNewline:
+			j := runOf(s, i+1, classNewline)
+			c += 100 * ((j - i + newlinesPerToken - 1) / newlinesPerToken)
+			i = j
+		default: // classHigh: a letter starts a word; anything else is priced alone
 			r, size := utf8.DecodeRuneInString(s[i:])
 			switch {
-			case unicode.IsSpace(r), unicode.IsDigit(r):
-				c += 100
-			case size == 4: // emoji and rare symbols: several byte tokens
-				c += 250
+			case unicode.IsLetter(r):
+				i, c = scanWord(s, i, leadNone, c)
+				continue
+			case size == 4 && !unicode.IsSpace(r) && !unicode.IsDigit(r):
+				c += 250 // emoji and rare symbols: several byte tokens
 			default:
 				c += 100
 			}
 			i += size
 		}
-		_ = lead
 	}
 	return (c + 50) / 100
+}
+
+// shortWords prices the run of short words from s[i] on: pre-tokens of a
+// letter, space, tab or punctuation character and the up to 15 ASCII
+// letters after it (see shortWordPrice), given gaps, the mask of the
+// bytes after s[i] that are not ASCII letters, and whether the bytes it
+// was drawn from are all ASCII. It adds their prices to c and returns
+// where the run ends and the mask from there. It stops before anything
+// else, and where gaps has 16 zeros or more: a long word, or the end of
+// what gaps was drawn from. The length of a word is the count of
+// trailing zeros of gaps, and moving past it a shift: no branch per
+// letter, no load that waits on the word before.
+func shortWords(s string, i, c int, gaps uint64, ascii bool) (int, int, uint64) {
+	for i < len(s) {
+		k := byteClass[s[i]]
+		if k > classPunct {
+			break
+		}
+		m := bits.TrailingZeros64(gaps | 1<<63) // (a non-zero operand is one instruction)
+		e := i + 1 + m
+		// a word that ends on a byte that is not ASCII may go on with a
+		// non-ASCII letter: scanWord's to price
+		if m >= 16 || !ascii && e < len(s) && s[e] >= utf8.RuneSelf {
+			break
+		}
+		p := shortWordPrice[k][m]
+		if p < 0 {
+			break
+		}
+		i, c, gaps = e, c+p, gaps>>(m+1)
+	}
+	return i, c, gaps
+}
+
+// letterMask is the mask of the ASCII letters of the 64 bytes of s from
+// blk: bit b is set if s[blk+b] is one (bytes past the end of s are not);
+// and whether those bytes are all ASCII (false may also mean that bytes
+// before blk are not).
+func letterMask(s string, blk int) (mask uint64, ascii bool) {
+	switch {
+	case blk+64 <= len(s):
+		return letterMask64(s[blk : blk+64])
+	case blk >= len(s):
+		return 0, true
+	case len(s) >= 64: // the last block: the one that ends with s, shifted
+		mask, ascii = letterMask64(s[len(s)-64:])
+		return mask >> (blk + 64 - len(s)), ascii
+	}
+	// s is shorter than a block: eight bytes at a time, the last ones
+	// padded with zeros
+	var high uint64
+	for j := 0; j < len(s); j += 8 {
+		var w uint64
+		switch {
+		case j+8 <= len(s):
+			w = load8(s[j : j+8])
+		case len(s) >= 8: // the last eight bytes, shifted down to s[j]
+			w = load8(s[len(s)-8:]) >> (8 * (j + 8 - len(s)))
+		default:
+			for k := len(s) - 1; k >= j; k-- {
+				w = w<<8 | uint64(s[k])
+			}
+		}
+		mask |= gatherHighBits(letters8(w)) << j
+		high |= w
+	}
+	return mask, high&highBits == 0
+}
+
+// letterMask64 is letterMask of a whole block b, written out, not a loop,
+// so that the constants of letters8 are loaded once.
+func letterMask64(b string) (mask uint64, ascii bool) {
+	w0, w1, w2, w3 := load8(b[0:8]), load8(b[8:16]), load8(b[16:24]), load8(b[24:32])
+	w4, w5, w6, w7 := load8(b[32:40]), load8(b[40:48]), load8(b[48:56]), load8(b[56:64])
+	mask = gatherHighBits(letters8(w0)) | gatherHighBits(letters8(w1))<<8 |
+		gatherHighBits(letters8(w2))<<16 | gatherHighBits(letters8(w3))<<24 |
+		gatherHighBits(letters8(w4))<<32 | gatherHighBits(letters8(w5))<<40 |
+		gatherHighBits(letters8(w6))<<48 | gatherHighBits(letters8(w7))<<56
+	return mask, (w0|w1|w2|w3|w4|w5|w6|w7)&highBits == 0
+}
+
+// gatherHighBits packs the high bits of the eight bytes of w (no other
+// bits set) into one byte, byte j's to bit j: the product puts each at bit
+// 56+j and all the other partial products elsewhere, without carries.
+func gatherHighBits(w uint64) uint64 {
+	return (w >> 7) * 0x0102040810204080 >> 56
 }
 
 // Runs of one whitespace character: cl100k_base holds tokens of up to 128
@@ -160,100 +305,171 @@ func blankRunCost(spaces, tabs int) int {
 	return 100 * max(1, (spaces+spacesPerToken-1)/spacesPerToken+(tabs+tabsPerToken-1)/tabsPerToken)
 }
 
-func scanWordAdd(s string, i, lead, c int) (int, int) {
-	j, cost := scanWord(s, i, lead)
-	return j, c + cost
+// runOf returns the end of the run of bytes of class k at s[i:].
+func runOf(s string, i int, k uint8) int {
+	for i < len(s) && byteClass[s[i]] == k {
+		i++
+	}
+	return i
 }
 
-// punctRunAt prices the ASCII punctuation run at s[i:] (and the newlines
-// right after it, which join it) and returns its end.
-func punctRunAt(s string, i int, afterSpace bool, c *int) int {
+// load8 is the eight bytes of b (len(b) == 8) as a little-endian word; the
+// compiler makes it one load.
+func load8(b string) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// letterRun returns the end of the run of ASCII letters at s[i:]. It
+// looks at eight bytes at a time (see letters8), so that a word's length
+// costs no branch per letter and no mispredicted one at its end.
+func letterRun(s string, i int) int {
+	for i+8 <= len(s) {
+		if m := letters8(load8(s[i : i+8])); m != highBits {
+			return i + bits.TrailingZeros64(^m&highBits)/8
+		}
+		i += 8
+	}
+	return runOf(s, i, classLetter)
+}
+
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// letters8 marks the ASCII letters among the eight bytes of w: the high
+// bit of each byte of the result is set where w's byte is one. Each byte
+// is folded to lower case with its high bit cleared (at most 0x7f), so
+// adding to it carries into its own high bit and never into the next
+// byte: adding 0x80-'a' sets it from 'a' up, adding 0x7f-'z' from past
+// 'z'. Bytes with their high bit set (not ASCII) are no letters.
+func letters8(w uint64) uint64 {
+	x := (w | 0x20*lowBits) &^ highBits
+	fromA := x + (0x80-'a')*lowBits
+	pastZ := x + (0x7f-'z')*lowBits
+	return fromA &^ (pastZ | w) & highBits
+}
+
+// startsWord reports whether a letter (ASCII or not) starts s[i:].
+func startsWord(s string, i int) bool {
+	switch byteClass[s[i]] {
+	case classLetter:
+		return true
+	case classHigh:
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return unicode.IsLetter(r)
+	}
+	return false
+}
+
+// blankRun prices the run of spaces and tabs at s[i:], adding to c, and
+// returns its end. Before newlines it joins their run (and costs nothing
+// of its own); before a word or a punctuation run its last character
+// leads that (priced with it); else it is priced alone.
+func blankRun(s string, i, c int) (int, int) {
+	j, tabs := i, 0
+	for j < len(s) {
+		k := byteClass[s[j]]
+		if k != classSpace && k != classTab {
+			break
+		}
+		tabs += int(k - classSpace) // 1 for a tab
+		j++
+	}
+	if j < len(s) {
+		switch k := byteClass[s[j]]; {
+		case k == classNewline:
+			return j, c
+		case k == classPunct || startsWord(s, j):
+			if j-i > 1 {
+				lastTab := int(byteClass[s[j-1]] - classSpace)
+				c += blankRunCost(j-i-1-(tabs-lastTab), tabs-lastTab)
+			}
+			if k == classPunct {
+				return punctRunAt(s, j, true, c)
+			}
+			return scanWord(s, j, leadSpace, c)
+		}
+	}
+	return j, c + blankRunCost(j-i-tabs, tabs)
+}
+
+// punctRunAt prices the punctuation run at s[i:] (its first byte may be a
+// control character; the newlines right after it join it), adding to c,
+// and returns its end.
+func punctRunAt(s string, i int, afterSpace bool, c int) (int, int) {
 	j := i + 1
 	same := true
-	for j < len(s) && isPunct(s[j]) {
+	for j < len(s) && byteClass[s[j]] == classPunct {
 		same = same && s[j] == s[i]
 		j++
 	}
 	n := j - i
 	switch {
 	case n >= len(punctRun) && same:
-		*c += 100 * ((n + repeatsPerToken - 1) / repeatsPerToken)
+		c += 100 * ((n + repeatsPerToken - 1) / repeatsPerToken)
 	case n >= len(punctRun):
-		*c += 40 * n
+		c += 40 * n
 	case afterSpace:
-		*c += punctAfterSpace[n]
+		c += punctAfterSpace[n]
 	default:
-		*c += punctRun[n]
+		c += punctRun[n]
 	}
-	for j < len(s) && (s[j] == '\n' || s[j] == '\r') {
-		j++
-	}
-	return j
+	return runOf(s, j, classNewline), c
 }
 
-func isASCIILetter(c byte) bool { return (c|0x20)-'a' < 26 }
-
-func isPunct(c byte) bool {
-	return c > ' ' && c < utf8.RuneSelf && !isASCIILetter(c) && !('0' <= c && c <= '9')
-}
-
-func startsLetter(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsLetter(r)
-}
-
-// scanWord scans the letter run at s[i:] and returns its end and its cost
-// in hundredths of a token: the table price of its ASCII letters, plus
-// about half a token per accented Latin or other non-Latin letter and a
-// token and a third per CJK character.
-func scanWord(s string, i, lead int) (end, cost int) {
-	n := 0
-	extra := 0
-	for i < len(s) {
-		c := s[i]
-		if isASCIILetter(c) {
-			n++
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
+// scanWord scans the letter run at s[i:] and adds its price to c: the
+// table price of its ASCII letters, plus about half a token per accented
+// Latin or other non-Latin letter and a token and a third per CJK
+// character. It returns the run's end and the new c.
+func scanWord(s string, i, lead, c int) (int, int) {
+	n := 0 // ASCII letters
+	for {
+		j := letterRun(s, i)
+		n += j - i
+		i = j
+		if i == len(s) || byteClass[s[i]] != classHigh {
 			break
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case unicode.Is(unicode.Mn, r):
-			extra += 30
-		case !unicode.IsLetter(r):
-			return i, wordCost(n, lead) + extra
-		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul):
-			extra += 130
-		case r < 0x250: // accented Latin letters split a word
-			extra += 50
-		default: // Greek, Cyrillic and other alphabets
-			extra += 50
+		extra := letterExtra(r)
+		if extra < 0 {
+			break
 		}
+		c += extra
 		i += size
 	}
-	return i, wordCost(n, lead) + extra
+	return i, c + wordCost(n, lead)
 }
 
+// letterExtra is what the non-ASCII character r adds to the word it is
+// in, or -1 if it ends the word (it is neither a letter nor a combining
+// mark).
+func letterExtra(r rune) int {
+	switch {
+	case unicode.Is(unicode.Mn, r):
+		return 30
+	case !unicode.IsLetter(r):
+		return -1
+	case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul):
+		return 130
+	default: // accented Latin (they split a word), Greek, Cyrillic and other alphabets
+		return 50
+	}
+}
+
+// wordPrices are the tables of word prices by lead.
+var wordPrices = [3]*[16]int{leadSpace: &wordAfterSpace, leadNone: &wordAlone, leadPunct: &wordAfterPunct}
+
+// wordCost prices n ASCII letters of a word led by lead (n may be 0: each
+// table's price of 0 letters is 0).
 func wordCost(n, lead int) int {
-	if n == 0 {
-		return 0
+	t := wordPrices[lead]
+	if n < len(t) {
+		return t[n]
 	}
-	var table *[16]int
-	switch lead {
-	case leadSpace:
-		table = &wordAfterSpace
-	case leadPunct:
-		table = &wordAfterPunct
-	default:
-		table = &wordAlone
-	}
-	if n < len(table) {
-		return table[n]
-	}
-	return table[15] + longWordLetter[lead]*(n-15)
+	return t[15] + longWordLetter[lead]*(n-15)
 }
 
 // TokenCount is a Messages count_tokens request decoded once: its model,
