@@ -42,11 +42,11 @@ func firstEvent(t *testing.T, h *harness, body io.Reader, done *sync.WaitGroup) 
 	return took, nil
 }
 
-// TestAdmissionGivesTheSlotBackOnceSent: with one admission slot held up
-// to 10 s, three streams of 3 s each all start within a second: each
-// gives its slot back once its translation was written to the backend,
-// not at its end or at the hold's.
-func TestAdmissionGivesTheSlotBackOnceSent(t *testing.T) {
+// TestAdmissionGivesTheShareBackOnceAnswered: with a budget of one
+// request at a time, each share held up to 10 s, three streams of 3 s
+// each all start within two seconds: each gives its share back once the
+// backend answered, not at the stream's end or at the hold's.
+func TestAdmissionGivesTheShareBackOnceAnswered(t *testing.T) {
 	h := newHarness(t, harnessOptions{stub: stub.Options{Events: 6, PadEvents: true, EventDelay: 500 * time.Millisecond}})
 	defer server.SetAdmission(h.server, 1, 10*time.Second)()
 	var done sync.WaitGroup
@@ -71,7 +71,7 @@ func TestAdmissionGivesTheSlotBackOnceSent(t *testing.T) {
 	done.Wait()
 	for _, d := range took {
 		if d > 2*time.Second {
-			t.Errorf("a stream's first event after %s (all: %v): the slot was not given back once the body was sent", d, took)
+			t.Errorf("a stream's first event after %s (all: %v): the share was not given back once the backend answered", d, took)
 		}
 	}
 	if len(took) != 3 {
@@ -80,7 +80,7 @@ func TestAdmissionGivesTheSlotBackOnceSent(t *testing.T) {
 }
 
 // TestAdmissionSlowUploader: a client that sends half its body and
-// stalls holds its slot no longer than the hold: the next request is
+// stalls holds its share no longer than the hold: the next request is
 // served, and the slow one too once its body is whole.
 func TestAdmissionSlowUploader(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
@@ -96,7 +96,7 @@ func TestAdmissionSlowUploader(t *testing.T) {
 	if _, err := pw.Write([]byte(admissionStream[:half])); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the slow one is in its slot, reading
+	time.Sleep(100 * time.Millisecond) // the slow one is in its share, reading
 	start := time.Now()
 	if _, err := firstEvent(t, h, strings.NewReader(admissionStream), &done); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestAdmissionSlowUploader(t *testing.T) {
 }
 
 // TestAdmissionClientGoneWhileWaiting: a request whose client goes away
-// while it waits for a slot ends without an answer, and takes no slot.
+// while it waits for a share ends without an answer, and takes none.
 func TestAdmissionClientGoneWhileWaiting(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	defer server.SetAdmission(h.server, 1, time.Minute)()
@@ -128,16 +128,16 @@ func TestAdmissionClientGoneWhileWaiting(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	pw.Write([]byte(`{"model":`)) // holds the one slot for its minute
+	pw.Write([]byte(`{"model":`)) // holds the whole budget for its minute
 	time.Sleep(100 * time.Millisecond)
 	ctxReq, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/messages", strings.NewReader(admissionStream))
 	ctxReq.Header.Set("Authorization", "Bearer "+clientKey)
 	client := &http.Client{Timeout: 300 * time.Millisecond}
 	if resp, err := client.Do(ctxReq); err == nil {
 		resp.Body.Close()
-		t.Fatalf("answered %d while the one slot was held", resp.StatusCode)
+		t.Fatalf("answered %d while the whole budget was held", resp.StatusCode)
 	}
-	// The slow client goes away too: its slot comes back, and the next
+	// The slow client goes away too: its share comes back, and the next
 	// request is served.
 	pw.CloseWithError(io.ErrUnexpectedEOF)
 	var done sync.WaitGroup

@@ -91,8 +91,8 @@ type exchange struct {
 	messagesBody bool
 	obs          *observation // nil when the request is not observed
 	key          *keys.Key    // the request's per-user key; nil: the master key
-	// admitted is the admission slot the request took to read its body,
-	// given back once the first attempt's body was written (admission.go).
+	// admitted is the admission share the request took to read its body,
+	// given back once the first attempt was answered (admission.go).
 	admitted *admitted
 }
 
@@ -181,7 +181,6 @@ func (s *Server) send(x *exchange) (*upstream.Response, error) {
 	retries, waits := x.route.NumRetries, 0
 	for attempt := 0; ; attempt++ {
 		c := x.call()
-		c.Sent = x.admitted.leave
 		x.req.Body = nil
 		resp, err := s.pool.Do(x.ctx, c)
 		x.admitted.leave()

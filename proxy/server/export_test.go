@@ -10,11 +10,11 @@ func SetDrainWait(d time.Duration) time.Duration {
 	return old
 }
 
-// SetAdmission gives s slots admission slots, each held at most hold,
-// and returns what restores the hold before.
-func SetAdmission(s *Server, slots int, hold time.Duration) (restore func()) {
+// SetAdmission gives s an admission budget of budget bytes, each share
+// held at most hold, and returns what restores the hold before.
+func SetAdmission(s *Server, budget int64, hold time.Duration) (restore func()) {
 	old := admissionHold
 	admissionHold = hold
-	s.admission = newAdmission(slots)
+	s.admission = newAdmission(budget)
 	return func() { admissionHold = old }
 }

@@ -17,7 +17,7 @@ import (
 // readBody reads a request body within the configured limit, answering the
 // client itself when it cannot. The body is in a pooled buffer: the caller
 // gives it back (bufpool.Put) when nothing uses it any more. It waits for
-// an admission slot before it reads (admission.go).
+// its admission share before it reads (admission.go).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
 	body, ok := s.openBody(w, r, f)
 	if !ok {

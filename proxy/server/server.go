@@ -129,7 +129,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		gate:     opts.Gate,
 		authLim:  opts.AuthLimiter,
 
-		admission: newAdmission(admissionSlots()),
+		admission: newAdmission(admissionBudget),
 	}
 	s.aliasNames = cfg.Aliases()
 	s.kindRules = cfg.Router.KindRules()
@@ -409,7 +409,7 @@ type recorder struct {
 	// authenticated: the request's key was accepted (the master key when
 	// key is nil); a request refused before is counted as key "unknown".
 	authenticated bool
-	admitted      *admitted // the request's admission slot (admission.go); nil: none
+	admitted      *admitted // the request's admission share (admission.go); nil: none
 }
 
 func (r *recorder) WriteHeader(code int) {

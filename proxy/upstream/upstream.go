@@ -79,10 +79,6 @@ type Call struct {
 	// with the outcome: the backend's status (0 when none came) and the
 	// error.
 	Attempt func(req *http.Request) (done func(status int, err error))
-	// Sent, when set, is called once, as soon as the transport has read
-	// the whole body, or when Do returns if that comes first: the caller
-	// learns that the request's bytes left its memory.
-	Sent func()
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -175,7 +171,7 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	// response body is closed: the body is let go once it was sent whole,
 	// or the exchange is over, so that a backend slow to answer or a
 	// stream that lasts minutes does not keep its request alive.
-	ref := &bodyRef{b: c.Body, sent: c.Sent}
+	ref := &bodyRef{b: c.Body}
 	c.Body = nil
 	defer ref.over()
 	resp, err := p.once(ctx, c, ref)
@@ -200,7 +196,6 @@ type bodyRef struct {
 	mu   sync.Mutex
 	b    []byte // nil once let go
 	gone bool   // let go: GetBody finds no body
-	sent func() // Call.Sent; nil once called
 }
 
 // errBodySent: the transport asked for the body again after it was sent
@@ -221,12 +216,7 @@ func (r *bodyRef) reader() (io.ReadCloser, error) {
 func (r *bodyRef) over() {
 	r.mu.Lock()
 	r.b, r.gone = nil, true
-	sent := r.sent
-	r.sent = nil
 	r.mu.Unlock()
-	if sent != nil {
-		sent()
-	}
 }
 
 // once makes one attempt through the backend's transport.
