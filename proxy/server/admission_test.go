@@ -96,7 +96,7 @@ func TestAdmissionSlowUploader(t *testing.T) {
 	if _, err := pw.Write([]byte(admissionStream[:half])); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the slow one is in its share, reading
+	time.Sleep(100 * time.Millisecond) // the slow one holds its share, reading
 	start := time.Now()
 	if _, err := firstEvent(t, h, strings.NewReader(admissionStream), &done); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ type Server struct {
 	aliases    *alias.Matcher // matches a requested model to one of aliasNames
 	seen       seenModels     // models clients asked for that a pattern matched
 
-	admission *admission // bounds the bodies read at once (admission.go)
+	admission *admission // bounds the bytes of the bodies held at once (admission.go)
 }
 
 // New returns a Server for a validated configuration.
