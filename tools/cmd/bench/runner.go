@@ -115,9 +115,11 @@ type caseResult struct {
 	// (54 KB non-stream cases only), what any proxy that parses the body
 	// before choosing a backend pays at least.
 	bufFloor *latency
-	// textOff: Dragoman with tool_calls_in_text: off on every route
-	// (messages 54 KB stream only), beside the default auto (issue 38).
-	textOff *latency
+	// textAuto, textOff: two more Dragomans, tool_calls_in_text auto (the
+	// default) and off on every route, each started for this case alone
+	// from a copy of its own (messages 54 KB stream only, issue 38): the
+	// two differ in the setting only (textCallsPair).
+	textAuto, textOff *latency
 }
 
 type memResult struct {
@@ -187,10 +189,7 @@ func (r *runner) all() (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	params := r.dmParams
-	r.dmParams = strings.TrimPrefix(params+",tool_calls_in_text: off", ",")
-	dmOff, err := r.dragoman("dragoman-textcalls-off", stub, "warn")
-	r.dmParams = params
+	dmAuto, dmOff, err := r.textCallsPair(stub)
 	if err != nil {
 		return nil, err
 	}
@@ -216,13 +215,18 @@ func (r *runner) all() (*results, error) {
 			allPids = append(allPids, flBuf.pid())
 		}
 		if k.textCallsCase() {
-			off := ts[2]
-			off.name, off.url = "dragoman-textcalls-off", dmOff.url+off.url[len(dm.url):]
-			if err := check(r.gen, off, k.stream); err != nil {
-				return nil, fmt.Errorf("%s via %s: %w", k.name, off.name, err)
+			for _, p := range []struct {
+				name string
+				*proc
+			}{{"dragoman-textcalls-auto", dmAuto}, {"dragoman-textcalls-off", dmOff}} {
+				t := ts[2]
+				t.name, t.url = p.name, p.url+t.url[len(dm.url):]
+				if err := check(r.gen, t, k.stream); err != nil {
+					return nil, fmt.Errorf("%s via %s: %w", k.name, t.name, err)
+				}
+				all = append(all, t)
+				allPids = append(allPids, p.pid())
 			}
-			all = append(all, off)
-			allPids = append(allPids, dmOff.pid())
 		}
 		samples, cpu := r.interleaved(all, allPids)
 		for i := range ts {
@@ -239,7 +243,7 @@ func (r *runner) all() (*results, error) {
 			cr.bufFloor = extra()
 		}
 		if k.textCallsCase() {
-			cr.textOff = extra()
+			cr.textAuto, cr.textOff = extra(), extra()
 		}
 		res.cases = append(res.cases, cr)
 		progress("  %-28s added p50: floor %s, dragoman %s", k.name,

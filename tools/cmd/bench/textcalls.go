@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 )
@@ -31,6 +32,34 @@ func addRouteParams(path, params string) error {
 	}
 	cfg := strings.ReplaceAll(string(b), "    proxy_params:\n", "    proxy_params:\n"+lines.String())
 	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// textCallsPair starts the two Dragomans make bench compares for issue
+// 38: tool_calls_in_text auto (the default) and off on every route. Each
+// runs from a copy of its own and serves the one case alone, so that the
+// two differ in the setting only. Compared with the table's main Dragoman
+// instead, off ran one binary file with it (processes that run one file
+// share its code's pages in the CPU caches: privateCopy) and had served
+// none of the cases before, while the main one had served them all; that
+// put auto 1.11× and 1.16× behind off in two full runs where --ab,
+// interleaving two copies, measured 1.04× and 1.05×.
+func (r *runner) textCallsPair(stub *proc) (auto, off *proc, err error) {
+	bin, params := r.proxyBin, r.dmParams
+	defer func() { r.proxyBin, r.dmParams = bin, params }()
+	var pair [2]*proc
+	for i, name := range [2]string{"dragoman-textcalls-auto", "dragoman-textcalls-off"} {
+		if r.proxyBin, err = privateCopy(bin, r.dir, name); err != nil {
+			return nil, nil, fmt.Errorf("copying %s: %w", bin, err)
+		}
+		r.dmParams = params
+		if i == 1 {
+			r.dmParams = strings.TrimPrefix(params+",tool_calls_in_text: off", ",")
+		}
+		if pair[i], err = r.dragoman(name, stub, "warn"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return pair[0], pair[1], nil
 }
 
 // textCallsCase is the case whose added p50 make bench compares between
