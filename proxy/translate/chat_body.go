@@ -11,10 +11,12 @@ package translate
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 )
 
 // part is a content part of a Chat message: text, or an image by URL. Its
@@ -221,7 +223,7 @@ func callInput(in []byte) []byte {
 // out, raw values as the client wrote them.
 func (o *chatBody) append(w []byte) []byte {
 	w = append(w, `{"model":`...)
-	w = appendQuoted(w, o.model)
+	w = jsonquote.Append(w, o.model)
 	w = append(w, `,"messages":`...)
 	w = appendMessages(w, o.msgs, o.foldSystem)
 	if len(o.tools) > 0 {
@@ -232,7 +234,7 @@ func (o *chatBody) append(w []byte) []byte {
 				w = append(w, ',')
 			}
 			w = append(w, `{"type":"function","function":{"name":`...)
-			w = appendQuoted(w, t.name)
+			w = jsonquote.Append(w, t.name)
 			if t.desc != nil || t.grammar != nil {
 				w = append(w, `,"description":"`...)
 				w = append(w, inner(t.desc)...)
@@ -248,7 +250,7 @@ func (o *chatBody) append(w []byte) []byte {
 		w = append(w, ']')
 		if o.toolChoiceName != "" {
 			w = append(w, `,"tool_choice":{"type":"function","function":{"name":`...)
-			w = append(appendQuoted(w, o.toolChoiceName), `}}`...)
+			w = append(jsonquote.Append(w, o.toolChoiceName), `}}`...)
 		} else if o.toolChoice != nil {
 			w = append(w, `,"tool_choice":`...)
 			w = append(w, o.toolChoice...)
@@ -277,7 +279,7 @@ func (o *chatBody) append(w []byte) []byte {
 			if i > 0 {
 				w = append(w, ',')
 			}
-			w = appendQuoted(w, s)
+			w = jsonquote.Append(w, s)
 		}
 		w = append(w, ']')
 	}
@@ -285,7 +287,7 @@ func (o *chatBody) append(w []byte) []byte {
 		w = append(append(w, `,"user":`...), o.user...)
 	}
 	if o.reasoningEffort != "" {
-		w = appendQuoted(append(w, `,"reasoning_effort":`...), o.reasoningEffort)
+		w = jsonquote.Append(append(w, `,"reasoning_effort":`...), o.reasoningEffort)
 	}
 	if o.responseFormat != nil {
 		w = append(append(w, `,"response_format":`...), o.responseFormat...)
@@ -429,11 +431,11 @@ func (m *chatMsg) append(w []byte) []byte {
 					w = append(w, ',')
 				}
 				w = append(w, `{"id":`...)
-				w = appendQuoted(w, c.id)
+				w = jsonquote.Append(w, c.id)
 				w = append(w, `,"type":"function","function":{"name":`...)
-				w = appendQuoted(w, c.name)
+				w = jsonquote.Append(w, c.name)
 				w = append(w, `,"arguments":`...)
-				w = appendQuoted(w, c.input)
+				w = jsonquote.Append(w, c.input)
 				w = append(w, `}}`...)
 			}
 			w = append(w, ']')
@@ -460,7 +462,75 @@ func (m *chatMsg) append(w []byte) []byte {
 	}
 	if m.role == "tool" {
 		w = append(w, `,"tool_call_id":`...)
-		w = appendQuoted(w, m.callID)
+		w = jsonquote.Append(w, m.callID)
 	}
 	return append(w, '}')
+}
+
+// Raw JSON strings: the writer copies the client's texts as the client
+// escaped them (the inside of a raw string is a segment of a part), and
+// the routes that build its messages read them with these.
+
+// emptyObject is the JSON value {}, for a call with no arguments.
+var emptyObject = []byte(`{}`)
+
+// appendString writes segs, each the inside of a JSON string (escaped,
+// without quotes), as one JSON string.
+func appendString(w []byte, segs [][]byte) []byte {
+	w = append(w, '"')
+	for _, s := range segs {
+		w = append(w, s...)
+	}
+	return append(w, '"')
+}
+
+// inner returns the inside of a raw JSON string: escaped, without quotes.
+func inner(v []byte) []byte {
+	if len(v) < 2 {
+		return nil
+	}
+	return v[1 : len(v)-1]
+}
+
+// textOf returns the inside of a text block's raw string; an absent or
+// null text is empty. ok is false when the text is not a string.
+func textOf(v []byte) (in []byte, ok bool) {
+	switch jsontext.Value(v).Kind() {
+	case '"':
+		return inner(v), true
+	case 'n', jsontext.KindInvalid:
+		return nil, true
+	}
+	return nil, false
+}
+
+// unquoted returns the text of the valid JSON string v (quoted): its
+// inside when it has no escapes, else a copy unescaped.
+func unquoted(v []byte) []byte {
+	in := inner(v)
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in
+	}
+	s, _ := jsontext.AppendUnquote(nil, v)
+	return s
+}
+
+// quoteInner escapes s as the inside of a JSON string.
+func quoteInner(s string) []byte {
+	q := jsonquote.Append(nil, s) // s came from a validated string
+	return q[1 : len(q)-1]
+}
+
+// rawHasPrefix reports whether the raw JSON string v starts with prefix
+// once unescaped.
+func rawHasPrefix(v []byte, prefix string) bool {
+	in := inner(v)
+	if len(in) >= len(prefix) && string(in[:len(prefix)]) == prefix {
+		return true
+	}
+	if bytes.IndexByte(in, '\\') < 0 {
+		return false
+	}
+	s, err := jsontext.AppendUnquote(nil, v)
+	return err == nil && strings.HasPrefix(string(s), prefix)
 }

@@ -3,6 +3,8 @@ package translate
 import (
 	"bytes"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
@@ -30,7 +32,7 @@ type ChatOnChatStream struct {
 // NewChatOnChatStream returns the relay of one Chat stream whose chunks name
 // the model alias.
 func NewChatOnChatStream(alias string) *ChatOnChatStream {
-	return &ChatOnChatStream{alias: appendQuoted(nil, alias)}
+	return &ChatOnChatStream{alias: jsonquote.Append(nil, alias)}
 }
 
 // Done reports whether the backend sent [DONE]: the caller may stop

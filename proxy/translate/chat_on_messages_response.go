@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -51,20 +53,20 @@ func ChatOnMessagesResponse(body []byte, alias string, created int64) ([]byte, *
 	if resp.StopReason != nil {
 		stop = *resp.StopReason
 	}
-	out := append([]byte(`{"id":`), appendQuoted(nil, ChatID(resp.ID))...)
+	out := append([]byte(`{"id":`), jsonquote.Append(nil, ChatID(resp.ID))...)
 	out = append(out, `,"object":"chat.completion","created":`...)
 	out = strconv.AppendInt(out, created, 10)
 	out = append(out, `,"model":`...)
-	out = appendQuoted(out, alias)
+	out = jsonquote.Append(out, alias)
 	out = append(out, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if text.Len() > 0 || nCalls == 0 {
-		out = appendQuoted(out, text.String())
+		out = jsonquote.Append(out, text.String())
 	} else {
 		out = append(out, "null"...)
 	}
 	if reasoning.Len() > 0 {
 		out = append(out, `,"reasoning_content":`...)
-		out = appendQuoted(out, reasoning.String())
+		out = jsonquote.Append(out, reasoning.String())
 	}
 	if nCalls > 0 {
 		out = append(out, `,"tool_calls":[`...)
@@ -72,7 +74,7 @@ func ChatOnMessagesResponse(body []byte, alias string, created int64) ([]byte, *
 		out = append(out, ']')
 	}
 	out = append(out, `},"finish_reason":`...)
-	out = appendQuoted(out, MapStopReason(stop, nCalls > 0))
+	out = jsonquote.Append(out, MapStopReason(stop, nCalls > 0))
 	out = append(out, `}],"usage":`...)
 	out = appendChatUsage(out, resp.Usage)
 	return append(out, '}'), ChatUsage(resp.Usage), nil
@@ -131,11 +133,11 @@ func appendToolCall(dst []byte, index int, id, name, args string) []byte {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"id":`...)
-	dst = appendQuoted(dst, id)
+	dst = jsonquote.Append(dst, id)
 	dst = append(dst, `,"type":"function","function":{"name":`...)
-	dst = appendQuoted(dst, name)
+	dst = jsonquote.Append(dst, name)
 	dst = append(dst, `,"arguments":`...)
-	dst = appendQuoted(dst, args)
+	dst = jsonquote.Append(dst, args)
 	return append(dst, "}}"...)
 }
 

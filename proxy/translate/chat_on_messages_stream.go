@@ -27,6 +27,8 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -125,7 +127,7 @@ func (d *usageDelta) applyTo(u *messages.Usage) {
 // includeUsage adds the usage chunk the client asked for with
 // stream_options.include_usage.
 func NewChatOnMessagesStream(alias string, created int64, includeUsage bool) *ChatOnMessagesStream {
-	return &ChatOnMessagesStream{alias: appendQuoted(nil, alias), created: created, includeUsage: includeUsage, blocks: map[int]*reverseBlockState{}}
+	return &ChatOnMessagesStream{alias: jsonquote.Append(nil, alias), created: created, includeUsage: includeUsage, blocks: map[int]*reverseBlockState{}}
 }
 
 // Done reports whether the completion ended or failed: the caller may stop
@@ -297,7 +299,7 @@ func (r *ChatOnMessagesStream) open(dst []byte, messageID string) []byte {
 		return dst
 	}
 	r.phase = reverseOpen
-	r.id = appendQuoted(nil, ChatID(messageID))
+	r.id = jsonquote.Append(nil, ChatID(messageID))
 	return r.chunk(dst, func(d []byte) []byte { return append(d, `"role":"assistant","content":""`...) })
 }
 
@@ -307,7 +309,7 @@ func (r *ChatOnMessagesStream) end(dst []byte) []byte {
 	r.phase = reverseEnded
 	dst = r.head(dst)
 	dst = append(dst, `[{"index":0,"delta":{},"finish_reason":`...)
-	dst = appendQuoted(dst, MapStopReason(r.stop, r.calls > 0))
+	dst = jsonquote.Append(dst, MapStopReason(r.stop, r.calls > 0))
 	dst = append(dst, "}]}\n\n"...)
 	if r.includeUsage {
 		dst = r.head(dst)
@@ -343,7 +345,7 @@ func (r *ChatOnMessagesStream) content(dst []byte, field, text string) []byte {
 	}
 	return r.chunk(dst, func(d []byte) []byte {
 		d = append(append(append(d, '"'), field...), `":`...)
-		return appendQuoted(d, text)
+		return jsonquote.Append(d, text)
 	})
 }
 
@@ -352,7 +354,7 @@ func (r *ChatOnMessagesStream) arguments(dst []byte, call int, args string) []by
 		d = append(d, `"tool_calls":[{"index":`...)
 		d = strconv.AppendInt(d, int64(call), 10)
 		d = append(d, `,"function":{"arguments":`...)
-		d = appendQuoted(d, args)
+		d = jsonquote.Append(d, args)
 		return append(d, "}}]"...)
 	})
 }

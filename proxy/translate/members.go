@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -149,7 +151,7 @@ func splice(body []byte, edits []edit) []byte {
 // withModel returns a copy of the scanned object body (its model member
 // wanted) whose model is alias: in place of the body's, or first.
 func withModel(body []byte, top *object, alias string) []byte {
-	q := appendQuoted(nil, alias)
+	q := jsonquote.Append(nil, alias)
 	if m, ok := top.get("model"); ok {
 		return splice(body, []edit{{m.start, m.end, q}})
 	}

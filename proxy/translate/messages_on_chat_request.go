@@ -21,14 +21,11 @@ import (
 // folded system turns) are joined in their escaped form.
 func MessagesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	var req messages.Request
-	if err := decode(body, &req); err != nil {
+	target, err := readRequest(body, &req, &req.Model, resolve)
+	if err != nil {
 		return BackendRequest{}, err
 	}
 	if err := validate(&req); err != nil {
-		return BackendRequest{}, err
-	}
-	target, err := resolveTarget(resolve, req.Model)
-	if err != nil {
 		return BackendRequest{}, err
 	}
 	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2), tools: req.Tools}
@@ -62,9 +59,6 @@ func MessagesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error
 // not read (the messages are checked as they are built), so that encode
 // only writes.
 func validate(req *messages.Request) error {
-	if req.Model == "" {
-		return invalidf("model: required")
-	}
 	if req.MaxTokens == nil {
 		return invalidf("max_tokens: required")
 	}

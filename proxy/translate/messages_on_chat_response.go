@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -170,7 +172,7 @@ func ToolInput(args string) jsontext.Value {
 			}
 		}
 	}
-	b := appendQuoted([]byte(`{"`+RawArgumentsKey+`":`), jsontext.Value(bytes.ToValidUTF8([]byte(args), []byte("\uFFFD"))))
+	b := jsonquote.Append([]byte(`{"`+RawArgumentsKey+`":`), jsontext.Value(bytes.ToValidUTF8([]byte(args), []byte("\uFFFD"))))
 	return append(b, '}')
 }
 

@@ -41,6 +41,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 
@@ -97,9 +99,9 @@ func (s *MessagesOnChatStream) Start(dst []byte) []byte {
 	s.phase = phaseOpen
 	dst = appendEventHead(dst, messages.EventMessageStart)
 	dst = append(dst, `{"type":"message_start","message":{"id":`...)
-	dst = appendQuoted(dst, s.id)
+	dst = jsonquote.Append(dst, s.id)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = appendQuoted(dst, s.alias)
+	dst = jsonquote.Append(dst, s.alias)
 	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(s.inputTokens), 10)
 	dst = append(dst, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`...)
@@ -192,9 +194,9 @@ func appendBlockStart(dst []byte, index int, kind laneKind, id, name string) []b
 		dst = append(dst, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
 	case laneTool:
 		dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
-		dst = appendQuoted(dst, id)
+		dst = jsonquote.Append(dst, id)
 		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, name)
+		dst = jsonquote.Append(dst, name)
 		dst = append(dst, `,"input":{}}}`...)
 	}
 	return appendEventEnd(dst)
@@ -223,7 +225,7 @@ func appendBlockDelta[T ~string | ~[]byte](dst []byte, index int, kind laneKind,
 	case laneTool:
 		dst = append(dst, `,"delta":{"type":"input_json_delta","partial_json":`...)
 	}
-	dst = appendQuoted(dst, content)
+	dst = jsonquote.Append(dst, content)
 	dst = append(dst, `}}`...)
 	return appendEventEnd(dst)
 }
@@ -247,10 +249,10 @@ func (s *MessagesOnChatStream) end(dst []byte) []byte {
 	}
 	dst = appendEventHead(dst, messages.EventMessageDelta)
 	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":`...)
-	dst = appendQuoted(dst, reason)
+	dst = jsonquote.Append(dst, reason)
 	dst = append(dst, `,"stop_sequence":`...)
 	if reason == messages.StopStopSequence {
-		dst = appendQuoted(dst, seq)
+		dst = jsonquote.Append(dst, seq)
 	} else {
 		dst = append(dst, "null"...)
 	}

@@ -3,6 +3,8 @@ package translate
 import (
 	"bytes"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
@@ -38,7 +40,7 @@ type MessagesOnMessagesStream struct {
 // NewMessagesOnMessagesStream returns the relay of one Messages stream whose
 // message_start names the model alias.
 func NewMessagesOnMessagesStream(alias string) *MessagesOnMessagesStream {
-	return &MessagesOnMessagesStream{alias: appendQuoted(nil, alias)}
+	return &MessagesOnMessagesStream{alias: jsonquote.Append(nil, alias)}
 }
 
 // SkipStart makes the relay leave out the backend's message_start: the

@@ -87,29 +87,23 @@ const customInputKey = "input"
 // the client escaped them.
 func ResponsesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	if err := decode(body, &req); err != nil {
+	target, err := readRequest(body, &req, &req.Model, resolve)
+	if err != nil {
 		return BackendRequest{}, nil, err
 	}
-	return responsesBuild(body, &req, resolve)
+	return responsesBuild(body, &req, target)
 }
 
-// responsesBuild is ResponsesOnChatRequest on a decoded request.
-func responsesBuild(body []byte, req *responses.Request, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
+// responsesBuild is ResponsesOnChatRequest on a decoded request and its
+// Target.
+func responsesBuild(body []byte, req *responses.Request, target Target) (BackendRequest, *ResponsesCall, error) {
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 		return BackendRequest{}, nil, invalidf("previous_response_id: not supported: the proxy is stateless and keeps no responses. Send the whole conversation in input (and store: false) instead")
-	}
-	if req.Model == "" {
-		return BackendRequest{}, nil, invalidf("model: required (a string naming a configured model)")
 	}
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens <= 0 {
 		return BackendRequest{}, nil, invalidf("max_output_tokens: must be greater than 0, got %d", *req.MaxOutputTokens)
 	}
-	// The Target first, before the input is read: the caller's resolver
-	// learns of the request even when its input is refused.
-	target, err := resolveTarget(resolve, req.Model)
-	if err != nil {
-		return BackendRequest{}, nil, err
-	}
+	var err error
 	call := &ResponsesCall{maxOutputTokens: req.MaxOutputTokens}
 	b := responsesBuilder{call: call, turns: make([]chatTurn, 0, 8)}
 	switch req.Instructions.Kind() {

@@ -54,6 +54,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
@@ -248,7 +250,7 @@ func (s *ResponsesOnChatStream) flush(dst []byte, i int) []byte {
 	dst = append(dst, textEvents[l.kind].deltaHead...)
 	dst = s.appendSeq(dst)
 	dst = append(dst, s.openRef...)
-	dst = appendQuoted(dst, d)
+	dst = jsonquote.Append(dst, d)
 	if l.kind == laneText {
 		dst = append(dst, `,"logprobs":[]`...)
 	}
@@ -276,7 +278,7 @@ func (s *ResponsesOnChatStream) closePart(dst []byte, i int) []byte {
 	dst = append(dst, `,"`...)
 	dst = append(dst, ev.member...)
 	dst = append(dst, `":`...)
-	dst = appendQuoted(dst, text)
+	dst = jsonquote.Append(dst, text)
 	if l.kind == laneText {
 		dst = append(dst, `,"logprobs":[]`...)
 	}
@@ -314,9 +316,9 @@ func (s *ResponsesOnChatStream) closeOpen(dst []byte) []byte {
 		dst = s.head(dst, responses.EventFunctionArgumentsDone)
 		dst = s.appendItemRef(dst, i)
 		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, item.Name)
+		dst = jsonquote.Append(dst, item.Name)
 		dst = append(dst, `,"arguments":`...)
-		dst = appendQuoted(dst, *item.Arguments)
+		dst = jsonquote.Append(dst, *item.Arguments)
 		dst = s.tail(dst)
 	}
 	dst = s.head(dst, responses.EventOutputItemDone)
@@ -428,7 +430,7 @@ func (s *ResponsesOnChatStream) itemEvent(dst []byte, name string, i int, member
 	dst = append(dst, `,"`...)
 	dst = append(dst, member...)
 	dst = append(dst, `":`...)
-	dst = appendQuoted(dst, value)
+	dst = jsonquote.Append(dst, value)
 	return s.tail(dst)
 }
 
@@ -436,7 +438,7 @@ func (s *ResponsesOnChatStream) itemEvent(dst []byte, name string, i int, member
 func (s *ResponsesOnChatStream) appendItemRef(dst []byte, i int) []byte {
 	k := s.laneItem[i]
 	dst = append(dst, `,"item_id":`...)
-	dst = appendQuoted(dst, s.items[k].id)
+	dst = jsonquote.Append(dst, s.items[k].id)
 	return s.appendIndex(dst, k)
 }
 

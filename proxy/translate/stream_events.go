@@ -3,7 +3,10 @@ package translate
 // The events every stream writes alike: a server-sent event's head and
 // end, the Messages error event, and the shape every stream's Fail shares.
 
-import "github.com/dragoman-dev/dragoman/proxy/messages"
+import (
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+	"github.com/dragoman-dev/dragoman/proxy/messages"
+)
 
 // failOnce is the shape of every stream's Fail: start (Start, implied; nil
 // for a stream without one) writes the opening events first, then end
@@ -60,9 +63,9 @@ func appendErrorEvent(dst []byte, errType, message string) []byte {
 	}
 	dst = appendEventHead(dst, messages.EventError)
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendQuoted(dst, errType)
+	dst = jsonquote.Append(dst, errType)
 	dst = append(dst, `,"message":`...)
-	dst = appendQuoted(dst, message)
+	dst = jsonquote.Append(dst, message)
 	dst = append(dst, `}}`...)
 	return appendEventEnd(dst)
 }

@@ -30,6 +30,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -443,7 +445,7 @@ func (f *ChatTextCalls) line(dst, line, ending []byte) []byte {
 			text = ""
 		}
 		if text != sp.content {
-			e = append(e, edit{at + sp.cStart, at + sp.cEnd, appendQuoted(nil, text)})
+			e = append(e, edit{at + sp.cStart, at + sp.cEnd, jsonquote.Append(nil, text)})
 		}
 	} else if len(f.evs) > 0 {
 		dst = f.appendEvents(dst, f.evs)
@@ -694,21 +696,21 @@ func (f *ChatTextCalls) appendEvents(dst []byte, evs []textcall.Event) []byte {
 		switch ev.Kind {
 		case textcall.EventText:
 			dst = append(dst, `"content":`...)
-			dst = appendQuoted(dst, ev.Text)
+			dst = jsonquote.Append(dst, ev.Text)
 		case textcall.EventReasoning:
 			dst = append(dst, `"reasoning_content":`...)
-			dst = appendQuoted(dst, ev.Text)
+			dst = jsonquote.Append(dst, ev.Text)
 		case textcall.EventCall:
 			f.calls = append(f.calls, ev.Call.Family)
 			dst = append(dst, `"tool_calls":[{"index":`...)
 			dst = strconv.AppendInt(dst, int64(f.toolIndex), 10)
 			f.toolIndex++
 			dst = append(dst, `,"id":`...)
-			dst = appendQuoted(dst, f.ids.next())
+			dst = jsonquote.Append(dst, f.ids.next())
 			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = appendQuoted(dst, ev.Call.Name)
+			dst = jsonquote.Append(dst, ev.Call.Name)
 			dst = append(dst, `,"arguments":`...)
-			dst = appendQuoted(dst, ev.Call.Arguments)
+			dst = jsonquote.Append(dst, ev.Call.Arguments)
 			dst = append(dst, `}}]`...)
 		}
 		dst = append(dst, "},\"finish_reason\":null}]}\n\n"...)
@@ -1196,11 +1198,11 @@ func ChatTextResponse(body []byte, o *textcall.Options, idPrefix string) ([]byte
 	if r.Text == "" && len(r.Calls) > 0 {
 		repl = append(repl, "null"...)
 	} else {
-		repl = appendQuoted(repl, r.Text)
+		repl = jsonquote.Append(repl, r.Text)
 	}
 	if r.Reasoning != "" {
 		repl = append(repl, `,"reasoning_content":`...)
-		repl = appendQuoted(repl, r.Reasoning)
+		repl = jsonquote.Append(repl, r.Reasoning)
 	}
 	var fams []textcall.Family
 	if len(r.Calls) > 0 {
@@ -1211,11 +1213,11 @@ func ChatTextResponse(body []byte, o *textcall.Options, idPrefix string) ([]byte
 			}
 			fams = append(fams, c.Family)
 			repl = append(repl, `{"id":`...)
-			repl = appendQuoted(repl, ids.next())
+			repl = jsonquote.Append(repl, ids.next())
 			repl = append(repl, `,"type":"function","function":{"name":`...)
-			repl = appendQuoted(repl, c.Name)
+			repl = jsonquote.Append(repl, c.Name)
 			repl = append(repl, `,"arguments":`...)
-			repl = appendQuoted(repl, c.Arguments)
+			repl = jsonquote.Append(repl, c.Arguments)
 			repl = append(repl, `}}`...)
 		}
 		repl = append(repl, ']')
@@ -1276,22 +1278,22 @@ func MessagesTextResponse(body []byte, o *textcall.Options, idPrefix string) ([]
 		if r.Reasoning != "" {
 			out = appendBlockSep(out)
 			out = append(out, `{"type":"thinking","thinking":`...)
-			out = appendQuoted(out, r.Reasoning)
+			out = jsonquote.Append(out, r.Reasoning)
 			out = append(out, `,"signature":""}`...)
 		}
 		if r.Text != "" {
 			out = appendBlockSep(out)
 			out = append(out, `{"type":"text","text":`...)
-			out = appendQuoted(out, r.Text)
+			out = jsonquote.Append(out, r.Text)
 			out = append(out, '}')
 		}
 		for _, c := range r.Calls {
 			fams = append(fams, c.Family)
 			out = appendBlockSep(out)
 			out = append(out, `{"type":"tool_use","id":`...)
-			out = appendQuoted(out, ids.next())
+			out = jsonquote.Append(out, ids.next())
 			out = append(out, `,"name":`...)
-			out = appendQuoted(out, c.Name)
+			out = jsonquote.Append(out, c.Name)
 			out = append(out, `,"input":`...)
 			out = append(out, ToolInput(c.Arguments)...)
 			out = append(out, '}')

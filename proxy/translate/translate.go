@@ -24,9 +24,13 @@
 //     MessagesOnMessagesRequest, MessagesResponseModel,
 //     MessagesOnMessagesStream).
 //
-// Beside them: chat_stream_lanes.go reads a backend's Chat stream for the
-// two stream translators from Chat; decode.go decodes a client's request
-// with jsonv2 into its wire type and words the errors; members.go finds a
+// Beside them: request_read.go reads what every route reads first of a
+// request (its body decoded with jsonv2 into its wire type, the errors
+// worded; its model resolved to a Target); chat_body.go is the one writer
+// of Chat request bodies, which the Messages and Responses translations
+// both hand their turns to, with the raw JSON strings its parts are made
+// of; chat_stream_lanes.go reads a backend's Chat stream for the two
+// stream translators from Chat; members.go finds a
 // body's top-level members with the validating scanner
 // (internal/jsonscan) and splices the normalizers' edits; tokens.go and
 // window.go estimate prompts and fit the output limit to the context

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -200,7 +202,7 @@ func (c *SearchChat) Body(last bool) []byte {
 		if m.name == "tool_choice" {
 			choice = true
 		}
-		b = appendQuoted(b, m.name)
+		b = jsonquote.Append(b, m.name)
 		b = append(append(b, ':'), m.value...)
 		b = append(b, ',')
 	}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -71,7 +73,7 @@ func appendMembers(dst []byte, ms []jsonMember) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendQuoted(dst, m.name)
+		dst = jsonquote.Append(dst, m.name)
 		dst = append(append(dst, ':'), m.value...)
 	}
 	return append(dst, '}')
@@ -140,7 +142,7 @@ func (s *ResponsesSearchStream) event(dst []byte, name string, fields ...any) []
 	s.seq++
 	for i := 0; i+1 < len(fields); i += 2 {
 		dst = append(dst, ',')
-		dst = appendQuoted(dst, fields[i].(string))
+		dst = jsonquote.Append(dst, fields[i].(string))
 		dst = append(dst, ':')
 		switch v := fields[i+1].(type) {
 		case jsontext.Value:

@@ -1,0 +1,257 @@
+package translate
+
+// What every route reads first of a client's request: the body decoded
+// into its wire type (and its decode errors worded), the model it names
+// resolved to the Target it is translated for, and its stream flag.
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
+)
+
+// decodeOpts: duplicate member names are accepted (the last one wins, as in
+// most JSON decoders); tracking them costs a third of the decode time.
+var decodeOpts = jsontext.AllowDuplicateNames(true)
+
+// aliasRaw decodes raw values (jsontext.Value) as slices of the input
+// instead of copies: json.Unmarshal reads a byte slice in place, so a value
+// it reads stays valid as long as the input does. This saves a copy of
+// nearly the whole body (text, schemas), a quarter of the decode time.
+var aliasRaw = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *jsontext.Value) error {
+	raw, err := dec.ReadValue()
+	*v = raw
+	return err
+}))
+
+// readRequest decodes body into req (decode) and resolves its model,
+// *model (a member of req), to the Target the request is translated for:
+// the caller's resolver learns of the request before anything else of it
+// is checked, so that even a request refused for its input is counted for
+// its model.
+func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (Target, error) {
+	if err := decode(body, req); err != nil {
+		return Target{}, err
+	}
+	if *model == "" {
+		return Target{}, invalidf("model: required (a string naming a configured model)")
+	}
+	return resolveTarget(resolve, *model)
+}
+
+// decode decodes a client's request into its wire type (a
+// messages.Request, a responses.Request), validating the whole body:
+// raw values alias body, and a malformed body is a *RequestError that
+// says where.
+func decode[R any](body []byte, req *R) error {
+	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+// decodeError turns a decode error into a *RequestError that names the
+// field, e.g. "messages.2.content: must be a string or an array of content
+// blocks".
+func decodeError(err error) error {
+	var se *json.SemanticError
+	if errors.As(err, &se) {
+		where := fieldPath(se.JSONPointer)
+		if where == "" {
+			where = "request body"
+		}
+		var what string
+		switch {
+		case se.GoType != nil && se.JSONKind != 0 && se.JSONKind != jsontext.KindInvalid:
+			what = "must be " + goTypeName(se.GoType) + ", got " + kindName(se.JSONKind)
+			if se.JSONKind == '0' && len(se.JSONValue) > 0 && len(se.JSONValue) < 32 {
+				what += " " + string(se.JSONValue)
+			}
+		case se.Err != nil:
+			what = se.Err.Error()
+		default:
+			what = "invalid value"
+		}
+		return &RequestError{Msg: where + ": " + what}
+	}
+	var sy *jsontext.SyntacticError
+	if errors.As(err, &sy) {
+		msg := "malformed JSON"
+		if p := fieldPath(sy.JSONPointer); p != "" {
+			msg += " in " + p
+		}
+		return &RequestError{Msg: fmt.Sprintf("%s at byte offset %d: %v", msg, sy.ByteOffset, sy.Err)}
+	}
+	return &RequestError{Msg: "malformed JSON: " + err.Error()}
+}
+
+// fieldPath renders a JSON pointer as the dotted path used in error
+// messages: /messages/3/content → messages.3.content.
+func fieldPath(p jsontext.Pointer) string {
+	var sb strings.Builder
+	for tok := range p.Tokens() {
+		if sb.Len() > 0 {
+			sb.WriteByte('.')
+		}
+		sb.WriteString(tok)
+	}
+	return sb.String()
+}
+
+func goTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a " + t.String()
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "an invalid value"
+}
+
+// resolveTarget resolves a request's model alias to the Target it is
+// translated for (nil resolve: a backend model of the same name that
+// supports system messages).
+func resolveTarget(resolve Resolver, alias string) (Target, error) {
+	if resolve == nil {
+		return Target{Alias: alias, BackendModel: alias, SupportsSystemMessage: true}, nil
+	}
+	t, err := resolve(alias)
+	if err != nil {
+		return Target{}, err
+	}
+	if t.Alias == "" {
+		t.Alias = alias
+	}
+	if t.BackendModel == "" {
+		t.BackendModel = alias
+	}
+	return t, nil
+}
+
+// RequestModel returns the model of a request body without reading the
+// rest of it: the value of the first top-level "model" member when it is
+// a string, or "". It is a quick look for routing; the translation reads
+// the whole body (and the last "model", should there be several).
+func RequestModel(body []byte) string {
+	sc := jsonscan.New(body)
+	if sc.Peek() != '{' {
+		return ""
+	}
+	var model string
+	sc.Members(func(name []byte) error {
+		v, err := sc.Value()
+		if err != nil {
+			return err
+		}
+		if string(name) != `"model"` {
+			return nil
+		}
+		model, _ = scannedString(v)
+		return errFound
+	})
+	return model
+}
+
+// errFound ends a scan early: what was looked for was found.
+var errFound = errors.New("found")
+
+// scannedString decodes a value the scanner passed (valid JSON) when it
+// is a string: its bytes between the quotes when it holds no escape, else
+// jsonv2's decoding. A jsonv2 call's set-up costs more than that when the
+// caches are cold, as they are for a request at a time.
+func scannedString(v []byte) (string, bool) {
+	if jsontext.Value(v).Kind() != '"' {
+		return "", false
+	}
+	if !slices.Contains(v, '\\') {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(v, &s) == nil
+}
+
+// passThroughTarget reads what a pass-through reads first of a scanned
+// request: its model, resolved to a Target, and its stream flag; rename is
+// the edit that puts Target.BackendModel in place of the client's model.
+func passThroughTarget(top object, resolve Resolver) (target Target, stream bool, rename edit, err error) {
+	model, m, err := requestModel(top)
+	if err != nil {
+		return Target{}, false, edit{}, err
+	}
+	if stream, err = streamFlag(top); err != nil {
+		return Target{}, false, edit{}, err
+	}
+	if target, err = resolveTarget(resolve, model); err != nil {
+		return Target{}, false, edit{}, err
+	}
+	q := jsonquote.Append(nil, target.BackendModel)
+	return target, stream, edit{m.start, m.end, q}, nil
+}
+
+// requestModel reads the model member of a scanned request: its value, a
+// non-empty string, and the member.
+func requestModel(top object) (string, member, error) {
+	var model string
+	m, ok := top.get("model")
+	if ok {
+		model, _ = scannedString(m.value)
+	}
+	if model == "" {
+		return "", m, invalidf("model: required (a string naming a configured model)")
+	}
+	return model, m, nil
+}
+
+// streamFlag reads the stream member of a scanned request.
+func streamFlag(top object) (bool, error) {
+	s, ok := top.get("stream")
+	if !ok {
+		return false, nil
+	}
+	switch s.value.Kind() {
+	case 't':
+		return true, nil
+	case 'f', 'n':
+		return false, nil
+	}
+	return false, invalidf("stream: must be a boolean, got %s", kindName(s.value.Kind()))
+}
