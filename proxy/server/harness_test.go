@@ -130,7 +130,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		AuthLimiter:   o.authLim,
 		WebSocketIdle: o.wsIdle,
 	})
-	h.proxy = httptest.NewServer(h.server)
+	h.proxy = httptest.NewUnstartedServer(h.server)
+	h.proxy.Config.ConnContext = server.ConnContext // as bin/proxy serves
+	h.proxy.Start()
 	t.Cleanup(h.proxy.Close)
 	t.Cleanup(func() {
 		if strings.Contains(h.logs.String(), backendKey) || strings.Contains(h.logs.String(), clientKey) {

@@ -156,7 +156,7 @@ func (o *chatBody) request(target Target, asked *int64, size int) (BackendReques
 	if !target.SupportsReasoningEffort {
 		o.reasoningEffort = ""
 	}
-	breq := BackendRequest{Target: target, Stream: o.stream, InputTokens: o.estimate()}
+	breq := BackendRequest{Target: target, Stream: o.stream, InputTokens: o.estimate(target.Memo)}
 	if asked != nil {
 		n, err := fitOutput(*asked, breq.InputTokens, target)
 		if err != nil {
@@ -174,9 +174,10 @@ func (o *chatBody) request(target Target, asked *int64, size int) (BackendReques
 	return breq, nil
 }
 
-// estimate is the promptEstimate of the turns and tools request writes.
-func (o *chatBody) estimate() int {
-	var e promptEstimate
+// estimate is the promptEstimate of the turns and tools request writes;
+// memo has the tools' estimates the client's connection sent before.
+func (o *chatBody) estimate(memo *ToolMemo) int {
+	e := promptEstimate{memo: memo}
 	for i := range o.turns {
 		t := &o.turns[i]
 		e.message()
@@ -199,13 +200,17 @@ func (o *chatBody) estimate() int {
 	}
 	for i := range o.tools {
 		t := &o.tools[i]
-		e.n += toolOverhead + EstimateTokens(t.name)
-		e.text(t.desc)
-		if t.grammar != nil {
-			e.n += EstimateTokens(t.grammarNote)
-			e.text(t.grammar)
-		}
-		e.json(t.parameters)
+		e.n += memo.estimate(memo.key(memoToolTokens, t.name, t.grammarNote, t.desc, t.grammar, t.parameters), func() int {
+			return e.apart(func() {
+				e.n += toolOverhead + EstimateTokens(t.name)
+				e.text(t.desc)
+				if t.grammar != nil {
+					e.n += EstimateTokens(t.grammarNote)
+					e.text(t.grammar)
+				}
+				e.json(t.parameters)
+			})
+		})
 	}
 	return e.total()
 }

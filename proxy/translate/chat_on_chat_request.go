@@ -54,7 +54,7 @@ func ChatOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error) {
 	prompt := 0
 	if target.ContextWindow > 0 {
 		tools, _ := top.get("tools")
-		prompt = estimateChat(top.msgs, tools.value)
+		prompt = estimateChat(top.msgs, tools.value, target.Memo)
 		if _, err := fitOutput(0, prompt, target); err != nil {
 			return BackendRequest{}, err
 		}

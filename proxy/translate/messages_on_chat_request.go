@@ -28,7 +28,7 @@ func MessagesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, error
 	if err := validate(&req); err != nil {
 		return BackendRequest{}, err
 	}
-	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2), tools: req.Tools}
+	b := builder{target: target, msgs: make([]chatMsg, 0, len(req.Messages)+2), tools: req.Tools, est: promptEstimate{memo: target.Memo}}
 	if !req.System.IsZero() {
 		b.est.message()
 	}

@@ -66,7 +66,7 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 		if name == "" {
 			continue
 		}
-		out = append(out, textcall.Tool{Name: name, Parameters: compactSchema(schema)})
+		out = append(out, textcall.Tool{Name: name, Parameters: target.Memo.schema(schema)})
 	}
 	return out
 }
@@ -157,8 +157,19 @@ func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if !ok || v.value.Kind() != '[' {
 		return nil
 	}
+	kind := memoRawChat
+	if messagesShape {
+		kind = memoRawMessages
+	}
+	return target.Memo.toolList(target.Memo.key(kind, "", "", v.value), func() []textcall.Tool {
+		return readRawTools(v.value, messagesShape)
+	})
+}
+
+// readRawTools is rawTools on the value of a tools member.
+func readRawTools(tools jsontext.Value, messagesShape bool) []textcall.Tool {
 	var out []textcall.Tool
-	sc := jsonscan.New(v.value)
+	sc := jsonscan.New(tools)
 	err := sc.Elements(func(int) error {
 		var t rawTool
 		var err error

@@ -614,8 +614,9 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 // so a walk over a Messages request counts into it as the translations'
 // builders do.
 type promptEstimate struct {
-	n int
-	u unquoter
+	n    int
+	u    unquoter
+	memo *ToolMemo // the tools' estimates the client's connection sent before; nil: none
 }
 
 // message counts one message of the prompt (its role and separators).
@@ -749,9 +750,23 @@ func (e *promptEstimate) json(v []byte) { e.n += EstimateTokens(bytesString(v)) 
 // tool counts a tool definition: its name, its description (a raw JSON
 // string) and its schema.
 func (e *promptEstimate) tool(name string, desc, schema []byte) {
-	e.n += toolOverhead + EstimateTokens(name)
-	e.text(desc)
-	e.json(schema)
+	e.n += e.memo.estimate(e.memo.key(memoToolTokens, name, "", desc, schema), func() int {
+		return e.apart(func() {
+			e.n += toolOverhead + EstimateTokens(name)
+			e.text(desc)
+			e.json(schema)
+		})
+	})
+}
+
+// apart is what count adds to the estimate, counted apart from it (the
+// estimate is left as it was), for a memo to remember.
+func (e *promptEstimate) apart(count func()) int {
+	before := e.n
+	count()
+	n := e.n - before
+	e.n = before
+	return n
 }
 
 func (e *promptEstimate) toolCall(name string, input []byte) {

@@ -172,8 +172,10 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 	}
 	conns := newConnTracker()
 	httpServer := &http.Server{
-		Handler:           conns.Handler(srv),
-		ConnContext:       conns.ConnContext,
+		Handler: conns.Handler(srv),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return server.ConnContext(conns.ConnContext(ctx, c), c)
+		},
 		ConnState:         conns.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -75,6 +75,7 @@ func serve(args []string) int {
 		srvs = append(srvs, &http.Server{
 			Addr:              net.JoinHostPort("127.0.0.1", strings.TrimSpace(p)),
 			Handler:           handler(cfg, keys, log, *metricsOn == (i%2 == 0)),
+			ConnContext:       server.ConnContext, // as bin/proxy's
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 		})
