@@ -175,8 +175,8 @@ func (o *chatBody) request(target Target, asked *int64, size int) (BackendReques
 }
 
 // estimate is the promptEstimate of the turns and tools request writes;
-// memo has the tools' estimates the client's connection sent before.
-func (o *chatBody) estimate(memo *ToolMemo) int {
+// memo has the estimates of what the client's connection sent before.
+func (o *chatBody) estimate(memo *Memo) int {
 	e := promptEstimate{memo: memo}
 	for i := range o.turns {
 		t := &o.turns[i]
@@ -200,17 +200,13 @@ func (o *chatBody) estimate(memo *ToolMemo) int {
 	}
 	for i := range o.tools {
 		t := &o.tools[i]
-		e.n += memo.estimate(memo.key(memoToolTokens, t.name, t.grammarNote, t.desc, t.grammar, t.parameters), func() int {
-			return e.apart(func() {
-				e.n += toolOverhead + EstimateTokens(t.name)
-				e.text(t.desc)
-				if t.grammar != nil {
-					e.n += EstimateTokens(t.grammarNote)
-					e.text(t.grammar)
-				}
-				e.json(t.parameters)
-			})
-		})
+		e.n += toolOverhead + EstimateTokens(t.name)
+		e.text(t.desc)
+		if t.grammar != nil {
+			e.n += EstimateTokens(t.grammarNote)
+			e.text(t.grammar)
+		}
+		e.json(t.parameters)
 	}
 	return e.total()
 }

@@ -161,7 +161,7 @@ func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if messagesShape {
 		kind = memoRawMessages
 	}
-	return target.Memo.toolList(target.Memo.key(kind, "", "", v.value), func() []textcall.Tool {
+	return target.Memo.toolList(target.Memo.key(kind, v.value), func() []textcall.Tool {
 		return readRawTools(v.value, messagesShape)
 	})
 }

@@ -616,7 +616,7 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 type promptEstimate struct {
 	n    int
 	u    unquoter
-	memo *ToolMemo // the tools' estimates the client's connection sent before; nil: none
+	memo *Memo // the estimates of what the client's connection sent before; nil: none
 }
 
 // message counts one message of the prompt (its role and separators).
@@ -625,9 +625,16 @@ func (e *promptEstimate) message() { e.n += messageOverhead }
 // text counts the raw JSON string v (absent, null or another kind:
 // nothing) as escaped counts its inside.
 func (e *promptEstimate) text(v []byte) {
-	if jsontext.Value(v).Kind() == '"' && len(v) >= 2 {
-		e.escaped(v[1 : len(v)-1])
+	if jsontext.Value(v).Kind() != '"' || len(v) < 2 {
+		return
 	}
+	if e.memo == nil || len(v) < memoMin {
+		e.escaped(v[1 : len(v)-1])
+		return
+	}
+	e.n += e.memo.estimate(e.memo.key(memoText, v), func() int {
+		return e.apart(func() { e.escaped(v[1 : len(v)-1]) })
+	})
 }
 
 // estimateChunk bounds the text escaped unescapes at a time, so that the
@@ -745,18 +752,20 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // json counts a JSON value as it is written (a schema, a tool's input).
-func (e *promptEstimate) json(v []byte) { e.n += EstimateTokens(bytesString(v)) }
+func (e *promptEstimate) json(v []byte) {
+	if e.memo == nil || len(v) < memoMin {
+		e.n += EstimateTokens(bytesString(v))
+		return
+	}
+	e.n += e.memo.estimate(e.memo.key(memoJSON, v), func() int { return EstimateTokens(bytesString(v)) })
+}
 
 // tool counts a tool definition: its name, its description (a raw JSON
 // string) and its schema.
 func (e *promptEstimate) tool(name string, desc, schema []byte) {
-	e.n += e.memo.estimate(e.memo.key(memoToolTokens, name, "", desc, schema), func() int {
-		return e.apart(func() {
-			e.n += toolOverhead + EstimateTokens(name)
-			e.text(desc)
-			e.json(schema)
-		})
-	})
+	e.n += toolOverhead + EstimateTokens(name)
+	e.text(desc)
+	e.json(schema)
 }
 
 // apart is what count adds to the estimate, counted apart from it (the

@@ -72,10 +72,10 @@ type Target struct {
 	// (proxy_params.reasoning_in_text). See text_calls.go.
 	TextCalls     textcall.Set
 	TextReasoning textcall.Reasoning
-	// Memo is what the client's connection sent before of its tools
-	// (tool_memo.go); nil: nothing is remembered. It changes no result,
+	// Memo is what was computed of what the client's connection sent
+	// before (memo.go); nil: nothing is remembered. It changes no result,
 	// only what is computed again.
-	Memo *ToolMemo
+	Memo *Memo
 }
 
 // Resolver maps the model alias of a request to its Target. Its error is

@@ -72,12 +72,11 @@ func (t Target) ScalePrompt(estimate int) int {
 // estimateChat estimates the prompt tokens of a Chat request with the one
 // promptEstimate: each message's text parts as text, its other members
 // (tool_calls) as JSON, each image part at imageTokens, and its tools.
-func estimateChat(msgs []chatMessage, tools []byte, memo *ToolMemo) int {
-	var e promptEstimate
+func estimateChat(msgs []chatMessage, tools []byte, memo *Memo) int {
+	e := promptEstimate{memo: memo}
 	if len(tools) > 0 {
-		e.n += memo.estimate(memo.key(memoChatTokens, "", "", tools), func() int {
-			return toolOverhead*bytes.Count(tools, []byte(`"function"`)) + EstimateTokens(bytesString(tools))
-		})
+		e.n += toolOverhead * bytes.Count(tools, []byte(`"function"`))
+		e.json(tools)
 	}
 	for i := range msgs {
 		m := &msgs[i]

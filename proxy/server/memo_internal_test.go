@@ -10,14 +10,14 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/translate"
 )
 
-// TestToolMemoPerConnection: the requests of one client connection share
+// TestMemoPerConnection: the requests of one client connection share
 // its memo; another connection has a memo of its own.
-func TestToolMemoPerConnection(t *testing.T) {
+func TestMemoPerConnection(t *testing.T) {
 	var mu sync.Mutex
-	var seen []*translate.ToolMemo
+	var seen []*translate.Memo
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		seen = append(seen, toolMemoOf(r.Context()))
+		seen = append(seen, memoOf(r.Context()))
 		mu.Unlock()
 	}))
 	srv.Config.ConnContext = ConnContext
@@ -45,7 +45,7 @@ func TestToolMemoPerConnection(t *testing.T) {
 	if seen[2] == seen[0] {
 		t.Errorf("another connection shared the first one's memo")
 	}
-	if toolMemoOf(httptest.NewRequest("GET", "/", nil).Context()) != nil {
+	if memoOf(httptest.NewRequest("GET", "/", nil).Context()) != nil {
 		t.Errorf("a request without ConnContext has a memo")
 	}
 }

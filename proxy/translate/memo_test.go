@@ -49,15 +49,15 @@ func memoCases(t *testing.T) []memoCase {
 	return cases
 }
 
-// TestToolMemoChangesNoResult: a request translated with its connection's
+// TestMemoChangesNoResult: a request translated with its connection's
 // memo, empty or holding what the same request left in it, gives what it
 // gives without one: the same body, estimate, output limit and offered
 // tools.
-func TestToolMemoChangesNoResult(t *testing.T) {
+func TestMemoChangesNoResult(t *testing.T) {
 	for _, c := range memoCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			memo := NewToolMemo()
-			with := func(m *ToolMemo) BackendRequest {
+			memo := NewMemo()
+			with := func(m *Memo) BackendRequest {
 				br, err := c.translate(bytes.Clone(c.body), func(string) (Target, error) {
 					return Target{BackendModel: "m", ContextWindow: 200_000, TextCalls: textcall.All, Memo: m}, nil
 				})
@@ -83,10 +83,10 @@ func TestToolMemoChangesNoResult(t *testing.T) {
 	}
 }
 
-// TestToolMemoSeesChangedTools: a connection that sends other tools after
+// TestMemoSeesChangedTools: a connection that sends other tools after
 // the first ones (a new MCP server, an edited schema) gets the estimate
 // and the parameter types of those, not what the memo holds of the first.
-func TestToolMemoSeesChangedTools(t *testing.T) {
+func TestMemoSeesChangedTools(t *testing.T) {
 	c, err := fixtures.ClientCapture("03-tool-result-turn.json")
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +101,8 @@ func TestToolMemoSeesChangedTools(t *testing.T) {
 	if bytes.Equal(first, second) {
 		t.Fatal("the fixture has no string property to retype")
 	}
-	memo := NewToolMemo()
-	translate := func(body []byte, m *ToolMemo) BackendRequest {
+	memo := NewMemo()
+	translate := func(body []byte, m *Memo) BackendRequest {
 		br, err := MessagesOnChatRequest(bytes.Clone(body), func(string) (Target, error) {
 			return Target{BackendModel: "m", TextCalls: textcall.All, Memo: m}, nil
 		})
@@ -129,21 +129,21 @@ func toolParams(tools []textcall.Tool) []string {
 	return out
 }
 
-// TestToolMemoBounded: a memo holds at most toolMemoSize facts of a kind;
+// TestMemoBounded: a memo holds at most memoSize facts of a kind;
 // past that it starts over, and what it gives stays right.
-func TestToolMemoBounded(t *testing.T) {
-	m := NewToolMemo()
-	for i := range 3 * toolMemoSize {
-		k := m.key(memoToolTokens, "tool", "", []byte{byte(i), byte(i >> 8)})
+func TestMemoBounded(t *testing.T) {
+	m := NewMemo()
+	for i := range 3 * memoSize {
+		k := m.key(memoText, []byte{byte(i), byte(i >> 8)})
 		if n := m.estimate(k, func() int { return i }); n != i {
 			t.Fatalf("fact %d: got %d", i, n)
 		}
-		if len(m.tokens) > toolMemoSize {
-			t.Fatalf("after %d facts the memo holds %d, more than %d", i+1, len(m.tokens), toolMemoSize)
+		if len(m.tokens) > memoSize {
+			t.Fatalf("after %d facts the memo holds %d, more than %d", i+1, len(m.tokens), memoSize)
 		}
 	}
-	var nilMemo *ToolMemo
-	if n := nilMemo.estimate(nilMemo.key(memoToolTokens, "x", ""), func() int { return 7 }); n != 7 {
+	var nilMemo *Memo
+	if n := nilMemo.estimate(nilMemo.key(memoText, []byte("x")), func() int { return 7 }); n != 7 {
 		t.Errorf("a nil memo gave %d, not what compute gives", n)
 	}
 }
