@@ -7,14 +7,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dragoman-dev/dragoman/proxy/translate"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 )
 
 // TestMemoPerConnection: the requests of one client connection share
 // its memo; another connection has a memo of its own.
 func TestMemoPerConnection(t *testing.T) {
 	var mu sync.Mutex
-	var seen []*translate.Memo
+	var seen []*memo.Memo
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, memoOf(r.Context()))

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
@@ -175,9 +177,9 @@ func (o *chatBody) request(target Target, asked *int64, size int) (BackendReques
 }
 
 // estimate is the promptEstimate of the turns and tools request writes;
-// memo has the estimates of what the client's connection sent before.
-func (o *chatBody) estimate(memo *Memo) int {
-	e := promptEstimate{memo: memo}
+// m is the client's connection's memo (Target.Memo).
+func (o *chatBody) estimate(m *memo.Memo) int {
+	e := promptEstimate{memo: m}
 	for i := range o.turns {
 		t := &o.turns[i]
 		e.message()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
@@ -56,8 +58,8 @@ func memoCases(t *testing.T) []memoCase {
 func TestMemoChangesNoResult(t *testing.T) {
 	for _, c := range memoCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			memo := NewMemo()
-			with := func(m *Memo) BackendRequest {
+			connMemo := memo.New()
+			with := func(m *memo.Memo) BackendRequest {
 				br, err := c.translate(bytes.Clone(c.body), func(string) (Target, error) {
 					return Target{BackendModel: "m", ContextWindow: 200_000, TextCalls: textcall.All, Memo: m}, nil
 				})
@@ -72,7 +74,7 @@ func TestMemoChangesNoResult(t *testing.T) {
 				t.Fatalf("the fixture offers no tools: the memo is not tried")
 			}
 			for i, label := range []string{"an empty memo", "the memo it filled"} {
-				got := with(memo)
+				got := with(connMemo)
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("with %s (%d): the translation differs from the one without a memo:\ngot  tokens %d, %d tools, %d bytes\nwant tokens %d, %d tools, %d bytes",
 						label, i, got.InputTokens, len(got.Tools), len(got.Body), want.InputTokens, len(want.Tools), len(want.Body))
@@ -101,8 +103,8 @@ func TestMemoSeesChangedTools(t *testing.T) {
 	if bytes.Equal(first, second) {
 		t.Fatal("the fixture has no string property to retype")
 	}
-	memo := NewMemo()
-	translate := func(body []byte, m *Memo) BackendRequest {
+	connMemo := memo.New()
+	translate := func(body []byte, m *memo.Memo) BackendRequest {
 		br, err := MessagesOnChatRequest(bytes.Clone(body), func(string) (Target, error) {
 			return Target{BackendModel: "m", TextCalls: textcall.All, Memo: m}, nil
 		})
@@ -111,8 +113,8 @@ func TestMemoSeesChangedTools(t *testing.T) {
 		}
 		return br
 	}
-	translate(first, memo)
-	got, want := translate(second, memo), translate(second, nil)
+	translate(first, connMemo)
+	got, want := translate(second, connMemo), translate(second, nil)
 	if got.InputTokens != want.InputTokens || !reflect.DeepEqual(got.Tools, want.Tools) {
 		t.Errorf("after other tools: estimate %d, tools %q; computed afresh: %d, %q", got.InputTokens, toolParams(got.Tools), want.InputTokens, toolParams(want.Tools))
 	}
@@ -127,23 +129,4 @@ func toolParams(tools []textcall.Tool) []string {
 		out = append(out, tl.Name+" "+string(tl.Parameters))
 	}
 	return out
-}
-
-// TestMemoBounded: a memo holds at most memoSize facts of a kind;
-// past that it starts over, and what it gives stays right.
-func TestMemoBounded(t *testing.T) {
-	m := NewMemo()
-	for i := range 3 * memoSize {
-		k := m.key(memoText, []byte{byte(i), byte(i >> 8)})
-		if n := m.estimate(k, func() int { return i }); n != i {
-			t.Fatalf("fact %d: got %d", i, n)
-		}
-		if len(m.tokens) > memoSize {
-			t.Fatalf("after %d facts the memo holds %d, more than %d", i+1, len(m.tokens), memoSize)
-		}
-	}
-	var nilMemo *Memo
-	if n := nilMemo.estimate(nilMemo.key(memoText, []byte("x")), func() int { return 7 }); n != 7 {
-		t.Errorf("a nil memo gave %d, not what compute gives", n)
-	}
 }

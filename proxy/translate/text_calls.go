@@ -30,6 +30,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 
 	"github.com/go-json-experiment/json"
@@ -66,7 +68,7 @@ func offeredTools[T any](target Target, tools []T, of func(*T) (string, jsontext
 		if name == "" {
 			continue
 		}
-		out = append(out, textcall.Tool{Name: name, Parameters: target.Memo.schema(schema)})
+		out = append(out, textcall.Tool{Name: name, Parameters: memo.Get(target.Memo, memoSchema, schema, func() []byte { return compactSchema(schema) })})
 	}
 	return out
 }
@@ -140,6 +142,15 @@ func chatToolOf(t *chat.Tool) (string, jsontext.Value) { return t.Function.Name,
 
 func chatOutToolOf(t *chatTool) (string, jsontext.Value) { return t.name, t.parameters }
 
+// The facts of text calls a connection's memo remembers (internal/memo):
+// a schema's compact parameter types, and the tools of a pass-through's
+// tools array, in either shape.
+const (
+	memoSchema      byte = 's'
+	memoRawMessages byte = 'm'
+	memoRawChat     byte = 'h'
+)
+
 // rawTools reads the tools of a request a normalizer passes through: the
 // value of its "tools" member, in the Chat shape
 // ({"type":"function","function":{"name","parameters"}}) or the Messages
@@ -148,7 +159,8 @@ func chatOutToolOf(t *chatTool) (string, jsontext.Value) { return t.name, t.para
 // scanned; the tools are read with jsonscan, member by member, the names
 // unescaped and the schemas compacted, their descriptions skipped. A
 // tools value not of that shape (a name that is not a string) offers
-// none, as a decoder would have refused it.
+// none, as a decoder would have refused it. What the client's connection
+// sent before is remembered (Target.Memo).
 func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if target.TextCalls == 0 {
 		return nil
@@ -161,7 +173,7 @@ func rawTools(target Target, top *object, messagesShape bool) []textcall.Tool {
 	if messagesShape {
 		kind = memoRawMessages
 	}
-	return target.Memo.toolList(target.Memo.key(kind, v.value), func() []textcall.Tool {
+	return memo.Get(target.Memo, kind, v.value, func() []textcall.Tool {
 		return readRawTools(v.value, messagesShape)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/messages"
@@ -616,7 +618,7 @@ func (u *unquoter) text(v []byte) ([]byte, bool) {
 type promptEstimate struct {
 	n    int
 	u    unquoter
-	memo *Memo // the estimates of what the client's connection sent before; nil: none
+	memo *memo.Memo // the client's connection's (Target.Memo); nil: none
 }
 
 // message counts one message of the prompt (its role and separators).
@@ -632,7 +634,7 @@ func (e *promptEstimate) text(v []byte) {
 		e.escaped(v[1 : len(v)-1])
 		return
 	}
-	e.n += e.memo.estimate(e.memo.key(memoText, v), func() int {
+	e.n += memo.Get(e.memo, memoText, v, func() int {
 		return e.apart(func() { e.escaped(v[1 : len(v)-1]) })
 	})
 }
@@ -757,7 +759,7 @@ func (e *promptEstimate) json(v []byte) {
 		e.n += EstimateTokens(bytesString(v))
 		return
 	}
-	e.n += e.memo.estimate(e.memo.key(memoJSON, v), func() int { return EstimateTokens(bytesString(v)) })
+	e.n += memo.Get(e.memo, memoJSON, v, func() int { return EstimateTokens(bytesString(v)) })
 }
 
 // tool counts a tool definition: its name, its description (a raw JSON
@@ -767,6 +769,15 @@ func (e *promptEstimate) tool(name string, desc, schema []byte) {
 	e.text(desc)
 	e.json(schema)
 }
+
+// The facts of the estimate a connection's memo remembers (internal/memo),
+// and the least length of a text or JSON value whose estimate it
+// remembers: below it, hashing costs about what estimating does.
+const (
+	memoText byte = 't' // a raw JSON string's estimate (promptEstimate.text)
+	memoJSON byte = 'j' // a JSON value's estimate (promptEstimate.json)
+	memoMin       = 256
+)
 
 // apart is what count adds to the estimate, counted apart from it (the
 // estimate is left as it was), for a memo to remember.

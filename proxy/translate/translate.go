@@ -40,6 +40,8 @@ package translate
 import (
 	"fmt"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
@@ -72,10 +74,11 @@ type Target struct {
 	// (proxy_params.reasoning_in_text). See text_calls.go.
 	TextCalls     textcall.Set
 	TextReasoning textcall.Reasoning
-	// Memo is what was computed of what the client's connection sent
-	// before (memo.go); nil: nothing is remembered. It changes no result,
+	// Memo is the client's connection's (internal/memo): what was computed
+	// of the bytes it sent before (the estimates of long texts, the tools
+	// text calls read); nil: nothing is remembered. It changes no result,
 	// only what is computed again.
-	Memo *Memo
+	Memo *memo.Memo
 }
 
 // Resolver maps the model alias of a request to its Target. Its error is

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -72,8 +74,8 @@ func (t Target) ScalePrompt(estimate int) int {
 // estimateChat estimates the prompt tokens of a Chat request with the one
 // promptEstimate: each message's text parts as text, its other members
 // (tool_calls) as JSON, each image part at imageTokens, and its tools.
-func estimateChat(msgs []chatMessage, tools []byte, memo *Memo) int {
-	e := promptEstimate{memo: memo}
+func estimateChat(msgs []chatMessage, tools []byte, m *memo.Memo) int {
+	e := promptEstimate{memo: m}
 	if len(tools) > 0 {
 		e.n += toolOverhead * bytes.Count(tools, []byte(`"function"`))
 		e.json(tools)

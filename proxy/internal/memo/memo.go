@@ -1,0 +1,69 @@
+// Package memo remembers what was computed of byte strings: one value for
+// each kind of fact and the bytes it was computed from, found by a 64-bit
+// hash with a seed of the memo's own. The proxy keeps one Memo for each
+// client connection (server.ConnContext), for what translate computes of
+// the bytes a coding client sends again with every request (the estimate
+// of its long texts, the tools text calls read); a fact found gives what
+// computing it again gives. A nil *Memo remembers nothing.
+package memo
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// Memo is safe for concurrent use (the requests of one HTTP/2 connection
+// share it).
+type Memo struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	facts map[uint64]any
+}
+
+// Size bounds what one memo holds; when full it starts over. A coding
+// session's texts and tools are some hundreds.
+const Size = 1024
+
+// New returns an empty memo (its map is made when first written: a
+// connection that sends nothing worth remembering costs little more than
+// the pointer).
+func New() *Memo { return &Memo{seed: maphash.MakeSeed()} }
+
+// Get returns the value compute gives for the fact of this kind of b: the
+// one remembered when there is one, else compute's, remembered. Values are
+// shared by every caller that finds them: nothing may write to one. With
+// a nil m, Get is compute().
+func Get[V any](m *Memo, kind byte, b []byte, compute func() V) V {
+	if m == nil {
+		return compute()
+	}
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteByte(kind)
+	h.Write(b)
+	k := h.Sum64()
+	m.mu.Lock()
+	v, ok := m.facts[k].(V)
+	m.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = compute()
+	m.mu.Lock()
+	if m.facts == nil {
+		m.facts = make(map[uint64]any)
+	}
+	if len(m.facts) >= Size {
+		clear(m.facts)
+	}
+	m.facts[k] = v
+	m.mu.Unlock()
+	return v
+}
+
+// Len is how many facts m holds.
+func (m *Memo) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.facts)
+}
