@@ -130,7 +130,7 @@ func (x *exchange) resolve(alias string) (translate.Target, error) {
 func (x *exchange) take(lease *balance.Lease) {
 	x.lease = lease
 	x.route = x.s.withDiscovered(newRouteInfo(x.alias, lease.Route))
-	x.route.target.Memo = memoOf(x.ctx)
+	x.route.target.Memo = memoOf(x.ctx, x.key)
 	if x.obs != nil {
 		x.obs.backend = lease.Backend.Name
 	}

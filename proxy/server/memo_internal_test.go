@@ -8,16 +8,21 @@ import (
 	"testing"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+	"github.com/dragoman-dev/dragoman/proxy/keys"
 )
 
-// TestMemoPerConnection: the requests of one client connection share
-// its memo; another connection has a memo of its own.
-func TestMemoPerConnection(t *testing.T) {
+// TestMemoPerConnectionAndKey: the requests of one client connection
+// with one key share a memo; another key on the same connection (a
+// gateway carrying several users), and another connection, have memos of
+// their own.
+func TestMemoPerConnectionAndKey(t *testing.T) {
+	alice, bob := &keys.Key{Name: "alice"}, &keys.Key{Name: "bob"}
+	type seen struct{ master, alice, bob *memo.Memo }
 	var mu sync.Mutex
-	var seen []*memo.Memo
+	var got []seen
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		seen = append(seen, memoOf(r.Context()))
+		got = append(got, seen{memoOf(r.Context(), nil), memoOf(r.Context(), alice), memoOf(r.Context(), bob)})
 		mu.Unlock()
 	}))
 	srv.Config.ConnContext = ConnContext
@@ -36,16 +41,19 @@ func TestMemoPerConnection(t *testing.T) {
 	get(one)
 	get(one)
 	get(other)
-	if len(seen) != 3 || seen[0] == nil {
-		t.Fatalf("memos seen: %v", seen)
+	if len(got) != 3 || got[0].master == nil {
+		t.Fatalf("memos seen: %v", got)
 	}
-	if seen[0] != seen[1] {
-		t.Errorf("two requests on one connection had two memos")
+	if got[0] != got[1] {
+		t.Errorf("two requests on one connection had other memos for the same keys")
 	}
-	if seen[2] == seen[0] {
-		t.Errorf("another connection shared the first one's memo")
+	if a := got[0]; a.master == a.alice || a.alice == a.bob || a.master == a.bob {
+		t.Errorf("two keys on one connection shared a memo")
 	}
-	if memoOf(httptest.NewRequest("GET", "/", nil).Context()) != nil {
+	if got[2].master == got[0].master || got[2].alice == got[0].alice {
+		t.Errorf("another connection shared the first one's memos")
+	}
+	if memoOf(httptest.NewRequest("GET", "/", nil).Context(), nil) != nil {
 		t.Errorf("a request without ConnContext has a memo")
 	}
 }

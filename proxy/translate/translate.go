@@ -74,10 +74,10 @@ type Target struct {
 	// (proxy_params.reasoning_in_text). See text_calls.go.
 	TextCalls     textcall.Set
 	TextReasoning textcall.Reasoning
-	// Memo is the client's connection's (internal/memo): what was computed
-	// of the bytes it sent before (the estimates of long texts, the tools
-	// text calls read); nil: nothing is remembered. It changes no result,
-	// only what is computed again.
+	// Memo is the client's (internal/memo; one for each connection and
+	// key): what was computed of the bytes it sent before (the estimates
+	// of long texts, the tools text calls read); nil: nothing is
+	// remembered. It changes no result, only what is computed again.
 	Memo *memo.Memo
 }
 

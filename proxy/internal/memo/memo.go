@@ -1,7 +1,7 @@
 // Package memo remembers what was computed of byte strings: one value for
 // each kind of fact and the bytes it was computed from, found by a 64-bit
 // hash with a seed of the memo's own. The proxy keeps one Memo for each
-// client connection (server.ConnContext), for what translate computes of
+// client connection and key (server.ConnContext), for what translate computes of
 // the bytes a coding client sends again with every request (the estimate
 // of its long texts, the tools text calls read); a fact found gives what
 // computing it again gives. A nil *Memo remembers nothing.
