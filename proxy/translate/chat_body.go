@@ -13,12 +13,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 )
 
 // part is a content part of a Chat message: text, or an image by URL. Its

@@ -3,11 +3,10 @@ package translate
 import (
 	"bytes"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )
 

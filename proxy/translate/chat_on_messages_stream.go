@@ -27,12 +27,11 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 )

@@ -7,12 +7,11 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 )
 

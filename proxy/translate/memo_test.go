@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 

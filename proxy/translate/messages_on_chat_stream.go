@@ -42,7 +42,6 @@ import (
 	"strings"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 

@@ -54,9 +54,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/dragoman-dev/dragoman/proxy/internal/apierror"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 

@@ -30,16 +30,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
-	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/dragoman-dev/dragoman/proxy/chat"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/sse"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"

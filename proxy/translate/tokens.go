@@ -10,10 +10,9 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 )
 

@@ -41,7 +41,6 @@ import (
 	"fmt"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 )
 
 // ContextOverflowError is a request whose estimated prompt does not fit the
