@@ -254,8 +254,26 @@ var (
 // it: inside a JSON string a quote is escaped, so billingPrefix, which
 // opens with a quote that is not escaped, begins a string of the body's
 // structure.
+//
+// The search is for billingPrefix's name and then its quote: bytes.Index
+// skips ahead by a pattern's first byte, and in JSON a quote is
+// everywhere; Claude Code sends system after messages, so a long
+// conversation was read slowly to its end (BenchmarkBillingPastTheConversation,
+// 1 MB: 394 µs before, 19 µs so).
 func subagentBilling(body []byte) bool {
-	i := bytes.Index(body, billingPrefix)
+	name := billingPrefix[1:]
+	i := -1
+	for from := 1; from <= len(body); {
+		j := bytes.Index(body[from:], name)
+		if j < 0 {
+			return false
+		}
+		if body[from+j-1] == '"' {
+			i = from + j - 1 // the first billingPrefix
+			break
+		}
+		from += j + 1
+	}
 	if i < 0 || escaped(body, i) {
 		return false
 	}

@@ -137,3 +137,27 @@ func TestOlderCapturesAreMainTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestBillingFoundPastTheConversation: the billing block after a long
+// conversation (Claude Code sends system after messages) is found, and one
+// whose name is not preceded by a quote is not one.
+func TestBillingFoundPastTheConversation(t *testing.T) {
+	turn := `{"role":"user","content":"a \"quoted\" word, x-anthropic-billing-header: cc_is_subagent=true said as text"},`
+	body := `{"model":"m","messages":[` + strings.Repeat(turn, 2000) + `{"role":"user","content":"go"}],"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.330.db5; cc_is_subagent=true;"}]}`
+	if got := kind.Of(kind.Request{Body: []byte(body)}, kind.Rules{}); !got.Has(kind.Subagent) {
+		t.Errorf("the billing block after %d KB of messages: kinds %s, not subagent", len(body)>>10, describe(got))
+	}
+	noQuote := strings.Replace(body, `"text":"x-anthropic-billing-header: cc_version`, `"text":"(x-anthropic-billing-header: cc_version`, 1)
+	if got := kind.Of(kind.Request{Body: []byte(noQuote)}, kind.Rules{}); got.Has(kind.Subagent) {
+		t.Errorf("a billing name inside a text, not at its start, made it a subagent: %s", describe(got))
+	}
+}
+
+func BenchmarkBillingPastTheConversation(b *testing.B) {
+	turn := `{"role":"user","content":"a \"quoted\" word in a long conversation of a coding session, with some JSON {\"k\":\"v\"} in it"},`
+	body := []byte(`{"model":"m","messages":[` + strings.Repeat(turn, 8000) + `{"role":"user","content":"go"}],"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.330.db5; cc_is_subagent=true;"}]}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		kind.Of(kind.Request{Body: body}, kind.Rules{})
+	}
+}
