@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -81,9 +83,19 @@ func TestLlamaCppRefusedKeywordsDropped(t *testing.T) {
 		{"nested in anyOf and $defs", `{"$defs":{"big":{"type":"string","maxLength":99999}},"type":"object","properties":{"u":{"anyOf":[{"$ref":"#/$defs/big"},{"type":"array","items":{"type":"string","maxLength":4000}}]}}}`,
 			`{"$defs":{"big":{"type":"string"}},"type":"object","properties":{"u":{"anyOf":[{"$ref":"#/$defs/big"},{"type":"array","items":{"type":"string"}}]}}}`, "/$defs/big: maxLength 99999"},
 	}
+	// One memo for all the cases, as one client connection's requests
+	// share theirs: each case runs twice, the second time from the memo.
+	m := memo.New()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, notes := Fit(discover.LlamaCpp, Chat, []byte(chatBody(c.in)))
+			first, firstNotes := Fit(m, discover.LlamaCpp, Chat, []byte(chatBody(c.in)))
+			out, notes := Fit(m, discover.LlamaCpp, Chat, []byte(chatBody(c.in)))
+			if string(first) != string(out) || strings.Join(firstNotes, "\n") != strings.Join(notes, "\n") {
+				t.Errorf("from the memo: %s %q; computed: %s %q", out, notes, first, firstNotes)
+			}
+			if fresh, _ := Fit(nil, discover.LlamaCpp, Chat, []byte(chatBody(c.in))); string(fresh) != string(out) {
+				t.Errorf("with a memo: %s; without: %s", out, fresh)
+			}
 			if out == nil {
 				t.Fatalf("not rewritten: %s", c.in)
 			}
@@ -106,7 +118,7 @@ func TestCompilableSchemaUnchanged(t *testing.T) {
 		`{"type":"object","properties":{"s":{"type":"string","maxLength":1999,"minLength":1},"p":{"type":"string","pattern":"^wf_[a-z0-9-]{6,}$"},"a":{"type":"array","items":{"type":"string"},"maxItems":32},"r":{"$ref":"#/properties/s"},"n":{"type":["integer","null"],"minimum":0}},"required":["s"],"additionalProperties":false}`,
 		`{}`,
 	} {
-		if out, notes := Fit(discover.LlamaCpp, Chat, []byte(chatBody(schema))); out != nil || notes != nil {
+		if out, notes := Fit(nil, discover.LlamaCpp, Chat, []byte(chatBody(schema))); out != nil || notes != nil {
 			t.Errorf("%s rewritten: %s %q", schema, out, notes)
 		}
 	}
@@ -116,7 +128,7 @@ func TestCompilableSchemaUnchanged(t *testing.T) {
 func TestOtherServersUnchanged(t *testing.T) {
 	body := []byte(chatBody(`{"type":"object","properties":{"s":{"type":"string","maxLength":524288}}}`))
 	for _, server := range []string{discover.VLLM, discover.SGLang, discover.Ollama, discover.LMStudio, ""} {
-		if out, _ := Fit(server, Chat, body); out != nil {
+		if out, _ := Fit(nil, server, Chat, body); out != nil {
 			t.Errorf("%q: rewritten", server)
 		}
 	}
@@ -126,7 +138,7 @@ func TestOtherServersUnchanged(t *testing.T) {
 // of the body is kept byte for byte.
 func TestMessagesToolSchema(t *testing.T) {
 	body := `{"model":"m", "max_tokens":5,"tools":[{"name":"Workflow","description":"w","input_schema":{"type":"object","properties":{"script":{"type":"string","maxLength":524288}}}}],"messages":[{"role":"user","content":"hi"}]}`
-	out, notes := Fit(discover.LlamaCpp, Messages, []byte(body))
+	out, notes := Fit(nil, discover.LlamaCpp, Messages, []byte(body))
 	want := `{"model":"m", "max_tokens":5,"tools":[{"name":"Workflow","description":"w","input_schema":{"type":"object","properties":{"script":{"type":"string"}}}}],"messages":[{"role":"user","content":"hi"}]}`
 	if string(out) != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
@@ -139,7 +151,7 @@ func TestMessagesToolSchema(t *testing.T) {
 func TestNamedToolChoice(t *testing.T) {
 	two := `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}},{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}]`
 	body := `{"model":"m","tools":` + two + `,"tool_choice":{"type":"function","function":{"name":"get_time"}},"messages":[]}`
-	out, notes := Fit(discover.LlamaCpp, Chat, []byte(body))
+	out, notes := Fit(nil, discover.LlamaCpp, Chat, []byte(body))
 	want := `{"model":"m","tools":[{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}],"tool_choice":"required","messages":[]}`
 	if string(out) != want {
 		t.Errorf("chat\n got %s\nwant %s", out, want)
@@ -150,7 +162,7 @@ func TestNamedToolChoice(t *testing.T) {
 
 	mtools := `[{"name":"get_weather","input_schema":{"type":"object"}},{"name":"get_time","input_schema":{"type":"object"}}]`
 	body = `{"model":"m","tool_choice":{"type":"tool","name":"get_time","disable_parallel_tool_use":true},"tools":` + mtools + `}`
-	out, _ = Fit(discover.LlamaCpp, Messages, []byte(body))
+	out, _ = Fit(nil, discover.LlamaCpp, Messages, []byte(body))
 	want = `{"model":"m","tool_choice":{"type":"any","disable_parallel_tool_use":true},"tools":[{"name":"get_time","input_schema":{"type":"object"}}]}`
 	if string(out) != want {
 		t.Errorf("messages\n got %s\nwant %s", out, want)
@@ -159,7 +171,7 @@ func TestNamedToolChoice(t *testing.T) {
 	// A choice naming no tool of the list, "auto", "required": unchanged.
 	for _, choice := range []string{`{"type":"function","function":{"name":"nope"}}`, `"auto"`, `"required"`} {
 		b := `{"tools":` + two + `,"tool_choice":` + choice + `}`
-		if out, _ := Fit(discover.LlamaCpp, Chat, []byte(b)); out != nil {
+		if out, _ := Fit(nil, discover.LlamaCpp, Chat, []byte(b)); out != nil {
 			t.Errorf("%s rewritten: %s", choice, out)
 		}
 	}
@@ -168,7 +180,7 @@ func TestNamedToolChoice(t *testing.T) {
 // A body that is not a JSON object is left for the backend to refuse.
 func TestNotJSONUnchanged(t *testing.T) {
 	for _, b := range []string{``, `[]`, `{"tools":`, `{"tools":[]} x`} {
-		if out, _ := Fit(discover.LlamaCpp, Chat, []byte(b)); out != nil {
+		if out, _ := Fit(nil, discover.LlamaCpp, Chat, []byte(b)); out != nil {
 			t.Errorf("%q rewritten", b)
 		}
 	}
@@ -185,15 +197,18 @@ func FuzzFit(f *testing.F) {
 		if messages {
 			format = Messages
 		}
-		out, _ := Fit(discover.LlamaCpp, format, body)
+		out, _ := Fit(nil, discover.LlamaCpp, format, body)
 		if out == nil {
 			return
 		}
+		// Duplicate member names are accepted, as the proxy accepts them
+		// (the last one wins).
+		dup := jsontext.AllowDuplicateNames(true)
 		var in, got map[string]jsontext.Value
-		if err := json.Unmarshal(out, &got); err != nil {
+		if err := json.Unmarshal(out, &got, dup); err != nil {
 			t.Fatalf("output is not a JSON object: %v\n%s", err, out)
 		}
-		if err := json.Unmarshal(body, &in); err != nil {
+		if err := json.Unmarshal(body, &in, dup); err != nil {
 			t.Fatalf("rewrote a body that is not a JSON object: %s", body)
 		}
 		for k, v := range in {

@@ -321,7 +321,7 @@ func toolProbe(model string) []byte {
 // asSent is a Chat request as the proxy sends it to this backend's
 // server (package dialect).
 func (c *checker) asSent(body []byte) []byte {
-	if fitted, _ := dialect.Fit(c.info.Server, dialect.Chat, body); fitted != nil {
+	if fitted, _ := dialect.Fit(nil, c.info.Server, dialect.Chat, body); fitted != nil {
 		return fitted
 	}
 	return body

@@ -74,7 +74,7 @@ func (c *checker) toolSchemas() {
 		return
 	}
 	rewritten := ""
-	if _, notes := dialect.Fit(c.info.Server, dialect.Chat, c.toolsRequest(tools)); len(notes) > 0 {
+	if _, notes := dialect.Fit(nil, c.info.Server, dialect.Chat, c.toolsRequest(tools)); len(notes) > 0 {
 		rewritten = fmt.Sprintf(", %d keyword(s) rewritten for %s first", len(notes), c.info.Server)
 	}
 	body, status, err := c.post("/chat/completions", c.asSent(c.toolsRequest(tools)))

@@ -18,7 +18,7 @@ func (x *exchange) fitted(req translate.BackendRequest, err error) (translate.Ba
 	if x.route.Protocol == config.ProtocolMessages {
 		f = dialect.Messages
 	}
-	body, applied := dialect.Fit(x.route.server, f, req.Body)
+	body, applied := dialect.Fit(x.route.target.Memo, x.route.server, f, req.Body)
 	if body == nil {
 		return req, nil
 	}
