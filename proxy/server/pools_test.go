@@ -323,6 +323,10 @@ func TestPoolHotSessionRelievedWhenFull(t *testing.T) {
 	var y strings.Builder
 	y.WriteString("model_list:\n")
 	for i, b := range backends {
+		// Counted until each stream's last event: the proxy gives the slot
+		// back then, and may send the next request while the backend's
+		// handler is still returning (a loaded CI run saw 11 on one).
+		b.untilAnswer = true
 		fmt.Fprintf(&y, "  - model_name: coder\n    proxy_params: {model: vendorb/m%d, api_base: '%s', api_key: k, name: b%d, max_parallel_requests: 8}\n", i, b.url(), i)
 	}
 	y.WriteString("router_settings: {queue_timeout: 30, load_poll_interval: 0}\n")
