@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"io"
+	"sync"
 
 	"github.com/dragoman-dev/dragoman/proxy/config"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
@@ -61,9 +62,15 @@ type textCallBody struct {
 	whole  func([]byte) ([]byte, []textcall.Family)
 	count  func(textcall.Family)
 
-	out     []byte // filtered, not yet read
-	pooled  []byte // out's buffer, from bufpool
-	err     error  // the error after out: io.EOF once the answer ended
+	out    []byte // filtered, not yet read
+	pooled []byte // out's buffer, from bufpool
+	err    error  // the error after out: io.EOF once the answer ended
+
+	// mu guards the filter and counted: Close may come from another
+	// goroutine while a Read is under way (drain's timer closes a body to
+	// end the Read it waits in), and the backend's body is read outside
+	// it, so that Close never waits for a Read.
+	mu      sync.Mutex
 	counted bool
 }
 
@@ -94,10 +101,13 @@ func (b *textCallBody) fill(p []byte) {
 		}
 		out, fams := b.whole(body)
 		b.out, b.err = out, io.EOF
+		b.mu.Lock()
 		b.note(fams)
+		b.mu.Unlock()
 		return
 	}
 	n, err := b.in.Read(p)
+	b.mu.Lock()
 	out, ferr := b.stream.Feed(bufpool.Get(n+512), p[:n])
 	switch {
 	case ferr != nil:
@@ -109,6 +119,7 @@ func (b *textCallBody) fill(p []byte) {
 	case err != nil:
 		b.err = err
 	}
+	b.mu.Unlock()
 	if len(out) == 0 {
 		bufpool.Put(out)
 		out = nil
@@ -116,6 +127,7 @@ func (b *textCallBody) fill(p []byte) {
 	b.out, b.pooled = out, out
 }
 
+// note counts the calls recovered, once; b.mu is held.
 func (b *textCallBody) note(fams []textcall.Family) {
 	if b.counted {
 		return
@@ -127,10 +139,14 @@ func (b *textCallBody) note(fams []textcall.Family) {
 }
 
 // Close closes the backend's body; the calls a stream recovered before it
-// broke off count.
+// broke off count. It may come while a Read waits for the backend: the
+// body is closed first, which ends that Read.
 func (b *textCallBody) Close() error {
+	err := b.in.Close()
 	if b.stream != nil {
+		b.mu.Lock()
 		b.note(b.stream.Recovered())
+		b.mu.Unlock()
 	}
-	return b.in.Close()
+	return err
 }
