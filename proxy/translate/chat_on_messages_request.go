@@ -50,7 +50,7 @@ func ChatOnMessagesRequest(body []byte, resolve Resolver) (BackendRequest, error
 		return BackendRequest{}, decodeError(err)
 	}
 	if req.Model == "" {
-		return BackendRequest{}, invalidf("model: required (a string naming a configured model)")
+		return BackendRequest{}, errNoModel
 	}
 	if len(req.Messages) == 0 {
 		return BackendRequest{}, invalidf("messages: must not be empty")

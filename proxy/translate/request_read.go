@@ -32,6 +32,9 @@ var aliasRaw = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.D
 	return err
 }))
 
+// errNoModel refuses a request that names no model.
+var errNoModel = &RequestError{Msg: "model: required (a string naming a configured model)"}
+
 // readRequest decodes body into req (decode) and resolves its model,
 // *model (a member of req), to the Target the request is translated for:
 // the caller's resolver learns of the request before anything else of it
@@ -42,7 +45,7 @@ func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (T
 		return Target{}, err
 	}
 	if *model == "" {
-		return Target{}, invalidf("model: required (a string naming a configured model)")
+		return Target{}, errNoModel
 	}
 	return resolveTarget(resolve, *model)
 }
@@ -235,7 +238,7 @@ func requestModel(top object) (string, member, error) {
 		model, _ = scannedString(m.value)
 	}
 	if model == "" {
-		return "", m, invalidf("model: required (a string naming a configured model)")
+		return "", m, errNoModel
 	}
 	return model, m, nil
 }
