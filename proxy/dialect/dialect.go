@@ -67,7 +67,7 @@ func Fit(m *memo.Memo, server string, f Format, body []byte) ([]byte, []string) 
 		return nil, nil
 	}
 	var applied []string
-	fit := memo.Get(m, byte('0'+f), body[tools.start:tools.end], func() fittedTools {
+	fit := memo.Get(m, memoFit[f], body[tools.start:tools.end], func() fittedTools {
 		t, notes := fitTools(f, body[tools.start:tools.end])
 		return fittedTools{t, notes}
 	})
@@ -95,6 +95,10 @@ func Fit(m *memo.Memo, server string, f Format, body []byte) ([]byte, []string) 
 	}
 	return splice(body, edits), applied
 }
+
+// memoFit are the memo's kinds of fact for a tools array's fit, one for
+// each format (its tools are read in another shape).
+var memoFit = [...]byte{Chat: 'C', Messages: 'M'}
 
 // fittedTools is what fitTools made of a tools array, as a memo keeps it
 // (shared by the requests that find it: read only).
