@@ -23,11 +23,11 @@ import (
 // connection). Compaction items are opened, and a compaction_trigger
 // answered, first (responses_compaction.go).
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readResponsesBody(w, r, f)
+	body, compaction, ok := s.readResponsesBody(w, r, f)
 	if !ok {
 		return
 	}
-	if s.compactOnTrigger(w, r, f, body) {
+	if compaction && s.compactOnTrigger(w, r, f, body) {
 		return
 	}
 	s.responsesBody(w, r, f, body)

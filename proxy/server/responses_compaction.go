@@ -100,18 +100,23 @@ func (ri *responsesItems) encode() []byte {
 	return b
 }
 
-var (
-	compactionMark = []byte(`"compaction"`)
-	triggerMark    = []byte(`"compaction_trigger"`)
-)
+// compactionWord is in every body that holds a compaction or a
+// compaction_trigger item; a body without it, nearly every one, is not
+// decoded for them. It opens with no quote: bytes.Index finds a pattern's
+// first byte with IndexByte, and falls back to comparing at every offset
+// when that byte is as common as a quote is in JSON (`"compaction"` and
+// `"compaction_trigger"` took 11 and 16 µs of Codex's 43 KB body, the
+// bare word 7 µs for both).
+var compactionWord = []byte(`compaction`)
+
+// mentionsCompaction reports whether body may hold a compaction or a
+// compaction_trigger item.
+func mentionsCompaction(body []byte) bool { return bytes.Contains(body, compactionWord) }
 
 // openCompactions returns body with each compaction item of its input
 // replaced by a user message holding the summary it sealed; a compaction
 // item the proxy did not seal is a 400 (ok false: answered).
 func (s *Server) openCompactions(w http.ResponseWriter, f format, body []byte) ([]byte, bool) {
-	if !bytes.Contains(body, compactionMark) {
-		return body, true
-	}
 	ri, ok := decodeItems(body)
 	if !ok {
 		return body, true
@@ -156,21 +161,19 @@ func userMessage(text string) jsontext.Value {
 }
 
 // readResponsesBody reads a Responses request's body with its compaction
-// items opened (ok false: answered).
-func (s *Server) readResponsesBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
-	body, ok := s.readBody(w, r, f)
-	if !ok {
-		return nil, false
+// items opened (ok false: answered); compaction reports whether it may
+// hold a compaction_trigger (mentionsCompaction).
+func (s *Server) readResponsesBody(w http.ResponseWriter, r *http.Request, f format) (body []byte, compaction, ok bool) {
+	if body, ok = s.readBody(w, r, f); !ok || !mentionsCompaction(body) {
+		return body, false, ok
 	}
-	return s.openCompactions(w, f, body)
+	body, ok = s.openCompactions(w, f, body)
+	return body, true, ok
 }
 
 // compactOnTrigger answers a request whose last input item is a
 // compaction_trigger with one compaction item; false: not such a request.
 func (s *Server) compactOnTrigger(w http.ResponseWriter, r *http.Request, f format, body []byte) bool {
-	if !bytes.Contains(body, triggerMark) {
-		return false
-	}
 	ri, ok := decodeItems(body)
 	if !ok || len(ri.input) == 0 {
 		return false
@@ -211,7 +214,7 @@ func (s *Server) compactOnTrigger(w http.ResponseWriter, r *http.Request, f form
 // (OpenAI's API reference, "Compact a response": a response.compaction
 // object with id, created_at, output and usage).
 func (s *Server) compactEndpoint(w http.ResponseWriter, r *http.Request, f format) {
-	body, ok := s.readResponsesBody(w, r, f)
+	body, _, ok := s.readResponsesBody(w, r, f)
 	if !ok {
 		return
 	}
