@@ -16,6 +16,8 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
+	"github.com/dragoman-dev/dragoman/proxy/messages"
+	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
 
 // decodeOpts: duplicate member names are accepted (the last one wins, as in
@@ -53,12 +55,29 @@ func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (T
 // decode decodes a client's request into its wire type (a
 // messages.Request, a responses.Request), validating the whole body:
 // raw values alias body, and a malformed body is a *RequestError that
-// says where.
+// says where. It reads body with the wire package's ScanRequest first;
+// jsonv2 decodes what that leaves to it, and words every error.
 func decode[R any](body []byte, req *R) error {
+	if scanned(body, req) {
+		return nil
+	}
+	*req = *new(R)
 	if err := json.Unmarshal(body, req, decodeOpts, aliasRaw); err != nil {
 		return decodeError(err)
 	}
 	return nil
+}
+
+// scanned decodes body into req with the ScanRequest of req's wire
+// package, and reports whether it could.
+func scanned(body []byte, req any) bool {
+	switch r := req.(type) {
+	case *messages.Request:
+		return messages.ScanRequest(body, r)
+	case *responses.Request:
+		return responses.ScanRequest(body, r)
+	}
+	return false
 }
 
 // decodeError turns a decode error into a *RequestError that names the

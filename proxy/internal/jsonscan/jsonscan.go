@@ -1,14 +1,16 @@
 // Package jsonscan is the proxy's one hand-written JSON reader: a
 // validating scanner over a byte slice for the paths that find a few
 // members of a body and copy the rest as raw bytes (the pass-through
-// translations). It accepts exactly what jsontext accepts with
-// AllowDuplicateNames (string escapes and UTF-8, control characters,
-// number grammar, literals, nesting up to jsontext's maximum depth), and
-// a value ends where jsontext's does (FuzzValueMatchesJSONText, whose
-// corpus is under testdata/fuzz); it decodes nothing. It skips over the
-// text of strings with bytes.IndexByte and sixteen bytes at a time rather
-// than byte by byte: a coding client's 50 KB of prompts and tool schemas
-// are almost all string text.
+// translations), and for the wire packages' quick request decoders
+// (values.go: strings without escapes, integers, booleans, objects of
+// known members, lists; everything else is left to jsonv2). It accepts
+// exactly what jsontext accepts with AllowDuplicateNames (string escapes
+// and UTF-8, control characters, number grammar, literals, nesting up to
+// jsontext's maximum depth), and a value ends where jsontext's does
+// (FuzzValueMatchesJSONText, whose corpus is under testdata/fuzz). It
+// skips over the text of strings with bytes.IndexByte and sixteen bytes at
+// a time rather than byte by byte: a coding client's 50 KB of prompts and
+// tool schemas are almost all string text.
 package jsonscan
 
 import (
