@@ -66,8 +66,9 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		pprofAddr  = fs.String("pprof", "", "serve Go's /debug/pprof/ on this address, e.g. 127.0.0.1:6060 (off by default; never expose it)")
 		metricsOn  = fs.Bool("metrics", true, "export Prometheus metrics on GET /metrics (no client key needed)")
 		metricsAt  = fs.String("metrics-addr", "", "serve /metrics on this address (e.g. :9464) instead of the API port")
-		procs      = fs.Int("procs", defaultProcs, "how many threads run the proxy's Go code at once (GOMAXPROCS); 0, the default: Go's own, one per CPU the process may use, a container's CPU limit included; 1 suits a small VM where CPU per request counts more than throughput; the GOMAXPROCS environment variable, when set, wins")
+		threads    = autoProcs
 	)
+	fs.Var(&threads, "procs", "how many threads run the proxy's Go code at once (GOMAXPROCS): auto, the default, is 1 where Go's own default is 2 or fewer (a 2-CPU VM or container) and Go's default above; 0 is Go's default (a thread per CPU the process may use, a container's CPU limit included); the GOMAXPROCS environment variable, when set, wins")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -147,7 +148,7 @@ func run(args []string, stderr io.Writer, getenv config.Getenv) int {
 		return 1
 	}
 	ln := newDrainingListener(tcp.(*net.TCPListener))
-	setProcs(*procs, getenv)
+	setProcs(threads, getenv)
 	if *pprofAddr != "" {
 		pln, err := net.Listen("tcp", *pprofAddr)
 		if err != nil {
