@@ -83,6 +83,11 @@ type exchange struct {
 	route routeInfo
 	lease *balance.Lease
 	tried []*balance.Backend
+	// opensCompaction: the caller opens the compaction items of a
+	// Responses request when the translation refuses one
+	// (translate.CompactionRefused); translateFor then answers nothing,
+	// keeps the body and sets metCompaction.
+	opensCompaction, metCompaction bool
 	// refitted: the request was sent again with a max_tokens that fits
 	// (refit), which is done once.
 	refitted bool
@@ -322,13 +327,19 @@ func (s *Server) newExchange(w http.ResponseWriter, r *http.Request, translateBo
 
 // translateFor translates the client's body, read whole, for the backend
 // of x (chosen then, or before), answering the client itself when it
-// cannot.
+// cannot; but when x.opensCompaction and the translation refused a
+// compaction item, it answers nothing and returns x with metCompaction
+// set and the body in x.body, for the caller to open them.
 func (s *Server) translateFor(w http.ResponseWriter, r *http.Request, f format, x *exchange, body []byte) (*exchange, bool) {
 	body = s.describeImages(w, r, body)
 	x.body = body
 	req, err := x.translateBody(body)
 	if err != nil {
 		x.done(balance.Abandoned, nil)
+		if x.opensCompaction && translate.CompactionRefused(err) {
+			x.metCompaction = true
+			return x, false
+		}
 		if r.Context().Err() == nil {
 			f.write(w, requestProblem(err))
 		}

@@ -21,27 +21,29 @@ import (
 // stateless: the client sends the whole conversation every turn (the
 // WebSocket transport, responses_websocket.go, keeps the last turn of its
 // connection). Compaction items are opened, and a compaction_trigger
-// answered, first (responses_compaction.go).
+// answered, where the translation meets one (responsesOpened).
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, f format) {
-	body, compaction, ok := s.readResponsesBody(w, r, f)
+	body, ok := s.readBody(w, r, f)
 	if !ok {
 		return
 	}
-	if compaction && s.compactOnTrigger(w, r, f, body) {
-		return
-	}
-	s.responsesBody(w, r, f, body)
+	s.responsesBody(w, r, f, body, false)
 }
 
-// responsesBody serves a Responses request whose body has been read (and
-// its compaction items opened).
-func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format, body []byte) {
+// responsesBody serves a Responses request whose body has been read;
+// opened: its compaction items have been opened (responsesOpened), and a
+// compaction or compaction_trigger item the translation meets is refused.
+func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format, body []byte, opened bool) {
 	if tool, ok := s.webSearchTool(body, translate.ResponsesWebSearchTool); ok {
+		if !opened && mentionsCompaction(body) {
+			s.responsesOpened(w, r, f, body)
+			return
+		}
 		s.responsesSearch(w, r, body, tool)
 		return
 	}
 	var call *translate.ResponsesCall
-	x, ok := s.translateFor(w, r, f, s.newExchange(w, r, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
+	x := s.newExchange(w, r, func(body []byte, resolve translate.Resolver) (translate.BackendRequest, error) {
 		br, c, err := translate.ResponsesOnChatRequest(body, resolve)
 		call = c
 		return br, err
@@ -49,8 +51,13 @@ func (s *Server) responsesBody(w http.ResponseWriter, r *http.Request, f format,
 		br, c, err := translate.ResponsesOnMessagesRequest(body, resolve)
 		call = c
 		return br, err
-	}), body)
+	})
+	x.opensCompaction = !opened
+	x, ok := s.translateFor(w, r, f, x, body)
 	if !ok {
+		if x != nil && x.metCompaction {
+			s.responsesOpened(w, r, f, x.body)
+		}
 		return
 	}
 	// Codex offers a hosted tool (web_search) in every request: without

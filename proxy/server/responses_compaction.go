@@ -101,8 +101,11 @@ func (ri *responsesItems) encode() []byte {
 }
 
 // compactionWord is in every body that holds a compaction or a
-// compaction_trigger item; a body without it, nearly every one, is not
-// decoded for them. It opens with no quote: bytes.Index finds a pattern's
+// compaction_trigger item. A request the proxy translates is not searched
+// for it: the translation refuses such an item, and the server opens them
+// then (responsesOpened); the paths that read a body before translating
+// it (the compact endpoint, the web search loop) search it, and decode no
+// body without it. It opens with no quote: bytes.Index finds a pattern's
 // first byte with IndexByte, and falls back to comparing at every offset
 // when that byte is as common as a quote is in JSON (`"compaction"` and
 // `"compaction_trigger"` took 11 and 16 µs of Codex's 43 KB body, the
@@ -160,15 +163,25 @@ func userMessage(text string) jsontext.Value {
 	return b
 }
 
-// readResponsesBody reads a Responses request's body with its compaction
-// items opened (ok false: answered); compaction reports whether it may
-// hold a compaction_trigger (mentionsCompaction).
-func (s *Server) readResponsesBody(w http.ResponseWriter, r *http.Request, f format) (body []byte, compaction, ok bool) {
-	if body, ok = s.readBody(w, r, f); !ok || !mentionsCompaction(body) {
-		return body, false, ok
+// responsesOpened serves a Responses request that holds a compaction or
+// a compaction_trigger item: its compaction items opened, a trigger last
+// answered, the rest as any request (responsesBody, opened).
+func (s *Server) responsesOpened(w http.ResponseWriter, r *http.Request, f format, body []byte) {
+	body, ok := s.openCompactions(w, f, body)
+	if !ok || s.compactOnTrigger(w, r, f, body) {
+		return
 	}
-	body, ok = s.openCompactions(w, f, body)
-	return body, true, ok
+	s.responsesBody(w, r, f, body, true)
+}
+
+// readResponsesBody reads a Responses request's body with its compaction
+// items opened (ok false: answered).
+func (s *Server) readResponsesBody(w http.ResponseWriter, r *http.Request, f format) ([]byte, bool) {
+	body, ok := s.readBody(w, r, f)
+	if !ok || !mentionsCompaction(body) {
+		return body, ok
+	}
+	return s.openCompactions(w, f, body)
 }
 
 // compactOnTrigger answers a request whose last input item is a
@@ -214,7 +227,7 @@ func (s *Server) compactOnTrigger(w http.ResponseWriter, r *http.Request, f form
 // (OpenAI's API reference, "Compact a response": a response.compaction
 // object with id, created_at, output and usage).
 func (s *Server) compactEndpoint(w http.ResponseWriter, r *http.Request, f format) {
-	body, _, ok := s.readResponsesBody(w, r, f)
+	body, ok := s.readResponsesBody(w, r, f)
 	if !ok {
 		return
 	}
@@ -292,7 +305,7 @@ func (s *Server) summarize(w http.ResponseWriter, r *http.Request, f format, ri 
 	if outer != nil {
 		inner.key, inner.obs = outer.key, outer.obs
 	}
-	s.responsesBody(inner, r, f, body)
+	s.responsesBody(inner, r, f, body, true)
 	if outer != nil {
 		outer.obs, outer.alias = inner.obs, inner.alias
 		outer.obs.stream = false

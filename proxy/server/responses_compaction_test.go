@@ -237,3 +237,48 @@ func TestUnknownInputItems(t *testing.T) {
 		t.Errorf("reasoning without encrypted_content: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestCompactionWhereTheTranslationMeetsIt: the server searches no body
+// for compaction items; it opens them where the translation refuses one.
+// That holds on every path a Responses request takes: a backend that
+// speaks the Messages format (its model resolved before the translation),
+// and web search on, whose loop translates the request itself.
+func TestCompactionWhereTheTranslationMeetsIt(t *testing.T) {
+	for name, o := range map[string]harnessOptions{
+		"vendora":    {native: true, settings: compactionSettings + "  enable_vendora_pass_through: true\n"},
+		"web search": {search: "searxng", settings: compactionSettings},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, o)
+			tools := ""
+			if o.search != "" {
+				tools = `,"tools":[{"type":"web_search"}]`
+			}
+			resp, b := h.do(http.MethodPost, "/v1/responses", responsesBody(tools, append(conversation, `{"type":"compaction_trigger"}`)...), nil, false)
+			if resp.StatusCode != 200 {
+				t.Fatalf("compaction: %d %s", resp.StatusCode, b)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			itemJSON, _ := json.Marshal(compactionOf(t, m["output"]))
+			resp, b = h.do(http.MethodPost, "/v1/responses", responsesBody(tools, userItem("fix the parser"), string(itemJSON), userItem("what next?")), nil, false)
+			if resp.StatusCode != 200 {
+				t.Fatalf("after the compaction: %d %s", resp.StatusCode, b)
+			}
+			reqs := h.backend.Requests()
+			if len(reqs) == 0 {
+				t.Fatal("the backend got no request")
+			}
+			last := string(reqs[len(reqs)-1].Body)
+			if !strings.Contains(last, "A summary of the conversation so far") || strings.Contains(last, "dgm1.") {
+				t.Errorf("the backend got %s", last)
+			}
+			resp, b = h.do(http.MethodPost, "/v1/responses", responsesBody(tools, userItem("hi"), `{"type":"compaction_trigger"}`, userItem("go")), nil, false)
+			if resp.StatusCode != 400 || !strings.Contains(string(b), "compaction_trigger must be the last") {
+				t.Errorf("a trigger not last: %d %s", resp.StatusCode, b)
+			}
+		})
+	}
+}

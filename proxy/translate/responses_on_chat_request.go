@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -72,10 +73,12 @@ const customInputKey = "input"
 //   - reasoning items are dropped: local backends do not take prior
 //     reasoning back (one with encrypted_content, another server's, is
 //     refused); web_search_call items (the proxy's own searches) are left
-//     out and listed in ResponsesCall.Dropped; a compaction item left (the
-//     server opens the proxy's own into their summary), a compaction_trigger
-//     (the server answers one that is last) and any other item type are a
-//     RequestError naming input.N: nothing is dropped without a word;
+//     out and listed in ResponsesCall.Dropped; a compaction item (the
+//     server opens the proxy's own into their summary) and a
+//     compaction_trigger (the server answers one that is last) are a
+//     RequestError marked Compaction, before the model is resolved; any
+//     other item type is a RequestError naming input.N: nothing is
+//     dropped without a word;
 //   - tool_choice, parallel_tool_calls, max_output_tokens (→ max_tokens,
 //     clamped), temperature, top_p, reasoning.effort (→ reasoning_effort when
 //     the backend supports it), text.format (→ response_format), stream (→
@@ -87,11 +90,31 @@ const customInputKey = "input"
 // the client escaped them.
 func ResponsesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	target, err := readRequest(body, &req, &req.Model, resolve)
+	target, err := readRequest(body, &req, &req.Model, func(alias string) (Target, error) {
+		if err := compactionItem(req.Input.Items); err != nil {
+			return Target{}, err
+		}
+		return resolveTarget(resolve, alias)
+	})
 	if err != nil {
 		return BackendRequest{}, nil, err
 	}
 	return responsesBuild(body, &req, target)
+}
+
+// compactionItem refuses the first compaction or compaction_trigger item
+// of items, marked Compaction: the server looks for them in what the
+// translation decodes rather than searching every body for them.
+func compactionItem(items []responses.Item) error {
+	for i := range items {
+		switch items[i].Type {
+		case responses.ItemCompaction:
+			return &RequestError{Msg: fmt.Sprintf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i), Compaction: true}
+		case responses.ItemCompactionTrigger:
+			return &RequestError{Msg: fmt.Sprintf("input.%d: compaction_trigger must be the last input item", i), Compaction: true}
+		}
+	}
+	return nil
 }
 
 // responsesBuild is ResponsesOnChatRequest on a decoded request and its
@@ -298,12 +321,6 @@ func (b *responsesBuilder) item(i int, it *responses.Item) error {
 		// The record of a search the proxy ran (search_settings): its
 		// results reached the model then, and the answer follows.
 		b.call.Dropped = append(b.call.Dropped, "input item "+typ)
-	case responses.ItemCompaction:
-		// The server opens the proxy's own compaction items into their
-		// summary before translating: one left is not the proxy's.
-		return invalidf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i)
-	case responses.ItemCompactionTrigger:
-		return invalidf("input.%d: compaction_trigger must be the last input item", i)
 	default:
 		return invalidf("input.%d.type: unknown input item type %q: the proxy translates message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, web_search_call and compaction items, and drops nothing without a word", i, typ)
 	}

@@ -640,3 +640,25 @@ func TestResponsesEchoMaxOutputTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionItemsRefusedBeforeResolve: a compaction or
+// compaction_trigger item is a RequestError marked Compaction, given before
+// the model is resolved (no backend slot is taken for a request the
+// server opens first); other refusals are not marked.
+func TestCompactionItemsRefusedBeforeResolve(t *testing.T) {
+	for item, want := range map[string]string{
+		`{"type":"compaction","encrypted_content":"x"}`: "input.1: a compaction item",
+		`{"type":"compaction_trigger"}`:                 "input.1: compaction_trigger must be the last input item",
+	} {
+		resolved := false
+		body := `{"model":"m","input":[{"role":"user","content":"hi"},` + item + `]}`
+		_, _, err := ResponsesOnChatRequest([]byte(body), func(string) (Target, error) { resolved = true; return Target{}, nil })
+		if !CompactionRefused(err) || !strings.Contains(err.Error(), want) || resolved {
+			t.Errorf("%s: err %v (marked %v), resolved %v", item, err, CompactionRefused(err), resolved)
+		}
+	}
+	_, _, err := ResponsesOnChatRequest([]byte(`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`), nil)
+	if err == nil || CompactionRefused(err) {
+		t.Errorf("an unknown item: %v, marked %v", err, CompactionRefused(err))
+	}
+}

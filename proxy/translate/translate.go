@@ -38,6 +38,7 @@
 package translate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
@@ -110,9 +111,21 @@ type BackendRequest struct {
 // invalid field, content the backend cannot read. Callers answer 400.
 type RequestError struct {
 	Msg string
+	// Compaction marks the refusal of a Responses request's compaction
+	// or compaction_trigger item, made before its model is resolved: the
+	// server opens the proxy's own compaction items and answers a
+	// trigger (server/responses_compaction.go), and translates again.
+	Compaction bool
 }
 
 func (e *RequestError) Error() string { return e.Msg }
+
+// CompactionRefused reports whether err is the refusal of a compaction or
+// compaction_trigger item (RequestError.Compaction).
+func CompactionRefused(err error) bool {
+	var re *RequestError
+	return errors.As(err, &re) && re.Compaction
+}
 
 func invalidf(format string, args ...any) error {
 	return &RequestError{Msg: fmt.Sprintf(format, args...)}
