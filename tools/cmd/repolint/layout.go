@@ -19,10 +19,11 @@ import (
 var (
 	// isolated packages import no package of the repository: the wire
 	// formats know nothing of each other, upstream only sends.
-	isolated = []string{"proxy/messages", "proxy/chat", "proxy/responses", "proxy/sse", "proxy/upstream", "proxy/internal/apierror"}
+	isolated = []string{"proxy/messages", "proxy/chat", "proxy/responses", "proxy/sse", "proxy/upstream", "proxy/internal/apierror", "proxy/internal/jsonscan"}
 	// sharedByIsolated: what the isolated packages may import all the
-	// same: the error shape Chat and Responses share, itself isolated.
-	sharedByIsolated = []string{"proxy/internal/apierror"}
+	// same, each itself isolated: the error shape Chat and Responses
+	// share, and the JSON reader of the wire packages' quick decoders.
+	sharedByIsolated = []string{"proxy/internal/apierror", "proxy/internal/jsonscan"}
 
 	// pure packages do no I/O: none of these standard packages.
 	pure         = []string{"proxy/translate", "proxy/textcall"}
