@@ -13,10 +13,12 @@ import (
 // an int64 (jsonscan.ErrLeft). The caller then decodes with jsonv2, which
 // words any error. A coding client's body takes the quick way, three
 // times faster than jsonv2's reflection and UnmarshalJSONFrom calls
-// (FuzzScanRequestMatchesJSON checks that the two agree).
-func ScanRequest(body []byte, r *Request) bool {
+// (FuzzScanRequestMatchesJSON checks that the two agree). rc, when not
+// nil, is asked for the raw objects and arrays it knows valid (the tool
+// schemas a client sent before), which are then not validated again.
+func ScanRequest(body []byte, r *Request, rc jsonscan.Recall) bool {
 	*r = Request{}
-	s := scan{jsonscan.New(body)}
+	s := scan{jsonscan.NewRecalling(body, rc)}
 	return s.request(r) == nil && s.AtEnd()
 }
 

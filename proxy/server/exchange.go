@@ -105,6 +105,10 @@ type exchange struct {
 // backend of the alias's pool, so that the request is translated for the
 // backend that serves it.
 func (x *exchange) resolve(alias string) (translate.Target, error) {
+	if alias == "" {
+		// What the translation knows of the client before its model.
+		return translate.Target{Memo: memoOf(x.ctx, x.key)}, nil
+	}
 	if x.lease != nil {
 		return x.route.target, nil
 	}

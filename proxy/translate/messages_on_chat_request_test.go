@@ -457,9 +457,10 @@ func TestMessagesToChatResolver(t *testing.T) {
 		t.Errorf("a resolver error must not look like a bad request: %v", err)
 	}
 
-	// A bad body is reported before the alias is resolved.
+	// A bad body is reported before the alias is resolved (the empty
+	// alias asks for the client's memo only).
 	called := false
-	_, err = MessagesOnChatRequest([]byte(`{"model":"a"`), func(string) (Target, error) { called = true; return tgtPlain, nil })
+	_, err = MessagesOnChatRequest([]byte(`{"model":"a"`), func(alias string) (Target, error) { called = called || alias != ""; return tgtPlain, nil })
 	if !errors.As(err, &re) || called {
 		t.Errorf("malformed body: err = %v, resolver called = %v", err, called)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonquote"
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
@@ -43,7 +44,7 @@ var errNoModel = &RequestError{Msg: "model: required (a string naming a configur
 // is checked, so that even a request refused for its input is counted for
 // its model.
 func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (Target, error) {
-	if err := decode(body, req); err != nil {
+	if err := decode(body, req, resolve.clientMemo()); err != nil {
 		return Target{}, err
 	}
 	if *model == "" {
@@ -55,10 +56,11 @@ func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (T
 // decode decodes a client's request into its wire type (a
 // messages.Request, a responses.Request), validating the whole body:
 // raw values alias body, and a malformed body is a *RequestError that
-// says where. It reads body with the wire package's ScanRequest first;
-// jsonv2 decodes what that leaves to it, and words every error.
-func decode[R any](body []byte, req *R) error {
-	if scanned(body, req) {
+// says where. It reads body with the wire package's ScanRequest first,
+// recalling from m (the client's memo, or nil) the schemas it sent
+// before; jsonv2 decodes what that leaves to it, and words every error.
+func decode[R any](body []byte, req *R, m *memo.Memo) error {
+	if scanned(body, req, m) {
 		return nil
 	}
 	*req = *new(R)
@@ -70,14 +72,53 @@ func decode[R any](body []byte, req *R) error {
 
 // scanned decodes body into req with the ScanRequest of req's wire
 // package, and reports whether it could.
-func scanned(body []byte, req any) bool {
+func scanned(body []byte, req any, m *memo.Memo) bool {
+	var rc jsonscan.Recall
+	if m != nil {
+		rc = recall{m}
+	}
 	switch r := req.(type) {
 	case *messages.Request:
-		return messages.ScanRequest(body, r)
+		return messages.ScanRequest(body, r, rc)
 	case *responses.Request:
-		return responses.ScanRequest(body, r)
+		return responses.ScanRequest(body, r, rc)
 	}
 	return false
+}
+
+// recall is a client's memo as the decoder's jsonscan.Recall: an object or
+// array of at least memoMin bytes that the client sent before on its
+// connection (its tool schemas, above all) is known valid, and not
+// validated again. A value is found by its first recallPrefix bytes, which
+// give its length, and known by all of its bytes.
+type recall struct{ m *memo.Memo }
+
+// recallPrefix is how much of a value finds it; memoMin is more.
+const recallPrefix = 128
+
+// The facts of the decode a connection's memo remembers.
+const (
+	memoValueLength byte = 'v' // the length of the valid value that opens with these bytes
+	memoValueValid  byte = 'V' // these bytes are a valid value
+)
+
+func (r recall) Known(b []byte, at int) int {
+	n, ok := memo.Find[int](r.m, memoValueLength, b[at:min(len(b), at+recallPrefix)])
+	if !ok || n > len(b)-at {
+		return 0
+	}
+	if _, ok := memo.Find[struct{}](r.m, memoValueValid, b[at:at+n]); !ok {
+		return 0
+	}
+	return n
+}
+
+func (r recall) Validated(b []byte, start, end int) {
+	if end-start < memoMin {
+		return
+	}
+	memo.Put(r.m, memoValueLength, b[start:start+recallPrefix], end-start)
+	memo.Put(r.m, memoValueValid, b[start:end], struct{}{})
 }
 
 // decodeError turns a decode error into a *RequestError that names the

@@ -1,13 +1,17 @@
 package translate
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
 
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
+	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
+	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
 	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/responses"
 )
@@ -70,11 +74,13 @@ func scanBodies(f *testing.F) [][]byte {
 }
 
 // agrees checks that a quick decoding into a new R that succeeds gives
-// what jsonv2 gives, and reports whether it succeeded.
-func agrees[R any](t *testing.T, body []byte, scan func([]byte, *R) bool) bool {
+// what jsonv2 gives, and reports whether it succeeded. It decodes body
+// three times: without a memo, then twice with a new one (the second
+// recalls the values the first validated), and all three must agree.
+func agrees[R any](t *testing.T, body []byte, scan func([]byte, *R, jsonscan.Recall) bool) bool {
 	t.Helper()
 	var quick, full R
-	if !scan(body, &quick) {
+	if !scan(body, &quick, nil) {
 		return false
 	}
 	if err := json.Unmarshal(body, &full, decodeOpts, aliasRaw); err != nil {
@@ -82,6 +88,13 @@ func agrees[R any](t *testing.T, body []byte, scan func([]byte, *R) bool) bool {
 	}
 	if !reflect.DeepEqual(quick, full) {
 		t.Fatalf("%T: the quick decoding and jsonv2 differ\nquick: %s\njsonv2: %s\nbody: %s", quick, dump(quick), dump(full), body)
+	}
+	rc := recall{memo.New()}
+	for pass := range 2 {
+		var again R
+		if !scan(body, &again, rc) || !reflect.DeepEqual(again, full) {
+			t.Fatalf("%T: the quick decoding with a memo (pass %d) and jsonv2 differ\nquick: %s\njsonv2: %s\nbody: %s", again, pass, dump(again), dump(full), body)
+		}
 	}
 	return true
 }
@@ -140,16 +153,51 @@ func TestScanRequestLeavesToJSON(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":5}]}`, "messages.0.content: must be a string or an array of content blocks"},
 	} {
 		var quick messages.Request
-		if messages.ScanRequest([]byte(tc.body), &quick) {
+		if messages.ScanRequest([]byte(tc.body), &quick, nil) {
 			t.Errorf("%s: taken the quick way", tc.body)
 		}
 		var got, want messages.Request
-		err := decode([]byte(tc.body), &got)
+		err := decode([]byte(tc.body), &got, nil)
 		if jerr := json.Unmarshal([]byte(tc.body), &want, decodeOpts, aliasRaw); jerr == nil && !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decode gives %s, jsonv2 %s", tc.body, dump(got), dump(want))
 		}
 		if fmt.Sprint(err) != tc.err && !(err == nil && tc.err == "") {
 			t.Errorf("%s: error %v, want %q", tc.body, err, tc.err)
 		}
+	}
+}
+
+// TestRecallKnowsOnlyWhatItValidated: a schema the client sent before is
+// recalled, not validated again; one that opens with the same bytes but
+// differs after them is validated (and refused when it is not JSON, or
+// read as it is written when it is).
+func TestRecallKnowsOnlyWhatItValidated(t *testing.T) {
+	schema := `{"type":"object","properties":{"command":{"type":"string","description":"` + strings.Repeat("the command to run ", 20) + `"}},"required":["command"]}`
+	body := func(s string) []byte {
+		return []byte(`{"model":"m","max_tokens":10,"tools":[{"name":"Bash","input_schema":` + s + `}],"messages":[{"role":"user","content":"hi"}]}`)
+	}
+	rc := recall{memo.New()}
+	first := body(schema)
+	var r messages.Request
+	if !messages.ScanRequest(first, &r, rc) {
+		t.Fatal("the first body was left to jsonv2")
+	}
+	at := bytes.Index(first, []byte(schema))
+	if n := rc.Known(first, at); n != len(schema) {
+		t.Fatalf("the schema validated is not known: %d of %d bytes", n, len(schema))
+	}
+	broken := strings.Replace(schema, `"required":["command"]`, `"required" ["command"]`, 1)
+	if messages.ScanRequest(body(broken), &r, rc) {
+		t.Error("a schema that opens as the known one but is not JSON was taken")
+	}
+	if _, err := DecodeTokenCount(body(broken)); err == nil {
+		t.Error("the broken schema decodes")
+	}
+	other := strings.Replace(schema, `"required":["command"]`, `"required":[]`, 1)
+	if !agrees(t, body(other), messages.ScanRequest) {
+		t.Fatal("a valid schema that differs after the known one's opening was left to jsonv2")
+	}
+	if !messages.ScanRequest(body(other), &r, rc) || string(r.Tools[0].InputSchema) != other {
+		t.Errorf("the schema read is %s, want %s", r.Tools[0].InputSchema, other)
 	}
 }

@@ -652,7 +652,7 @@ func TestCompactionItemsRefusedBeforeResolve(t *testing.T) {
 	} {
 		resolved := false
 		body := `{"model":"m","input":[{"role":"user","content":"hi"},` + item + `]}`
-		_, _, err := ResponsesOnChatRequest([]byte(body), func(string) (Target, error) { resolved = true; return Target{}, nil })
+		_, _, err := ResponsesOnChatRequest([]byte(body), func(alias string) (Target, error) { resolved = resolved || alias != ""; return Target{}, nil })
 		if !CompactionRefused(err) || !strings.Contains(err.Error(), want) || resolved {
 			t.Errorf("%s: err %v (marked %v), resolved %v", item, err, CompactionRefused(err), resolved)
 		}

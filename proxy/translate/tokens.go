@@ -486,7 +486,7 @@ type TokenCount struct {
 // *RequestError.
 func DecodeTokenCount(body []byte) (*TokenCount, error) {
 	c := &TokenCount{}
-	if err := decode(body, &c.req); err != nil {
+	if err := decode(body, &c.req, nil); err != nil {
 		return nil, err
 	}
 	if c.req.Model == "" {

@@ -84,7 +84,26 @@ type Target struct {
 // Resolver maps the model alias of a request to its Target. Its error is
 // returned unchanged (wrapped) by the translating functions, so callers can
 // tell an unknown alias from a bad request with errors.As.
+//
+// The empty alias, which no request names (one without a model is
+// refused first), asks what is known of the client before its model: a
+// Target with only its Memo. The decode remembers there the schemas it
+// validated; a resolver that knows nothing of the client answers it as
+// any alias, or with an error, and the decode remembers nothing.
 type Resolver func(alias string) (Target, error)
+
+// clientMemo is the memo of the client a request comes from, asked of
+// resolve before the request's model is known.
+func (resolve Resolver) clientMemo() *memo.Memo {
+	if resolve == nil {
+		return nil
+	}
+	t, err := resolve("")
+	if err != nil {
+		return nil
+	}
+	return t.Memo
+}
 
 // BackendRequest is a request ready for the backend: its /chat/completions,
 // or its /messages for MessagesOnMessagesRequest and ChatOnMessagesRequest.

@@ -28,10 +28,19 @@ type Scanner struct {
 	b     []byte
 	i     int
 	depth int
+	// peak is the deepest depth reached (Raw's, for the depth of the
+	// values it tells recall of).
+	peak   int
+	recall Recall
 }
 
 // New returns a Scanner at the start of b.
 func New(b []byte) Scanner { return Scanner{b: b} }
+
+// NewRecalling returns a Scanner at the start of b whose Raw asks r for
+// the objects and arrays it knows valid before validating one (nil r:
+// New).
+func NewRecalling(b []byte, r Recall) Scanner { return Scanner{b: b, recall: r} }
 
 // SyntaxError is malformed JSON: what is wrong, and the byte offset in the
 // scanner's input where it is.
@@ -176,6 +185,7 @@ func (s *Scanner) literal(lit string) error {
 
 func (s *Scanner) enter() error {
 	s.depth++
+	s.peak = max(s.peak, s.depth)
 	if s.depth > maxDepth {
 		return s.errorf("exceeded max depth of %d", maxDepth)
 	}

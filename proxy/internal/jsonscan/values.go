@@ -77,10 +77,47 @@ func Pointer[T any](s *Scanner, dst **T, read func(*T) error) error {
 	return read(*dst)
 }
 
-// Raw reads the value next as it is written: a slice of the input.
+// Recall remembers objects and arrays a Scanner validated, by their
+// bytes: Raw asks it before it validates one, and tells it of each it
+// validated. (translate's holds the facts in the memo of the client's
+// connection and key: a coding client sends the same tool schemas with
+// every request, and validating them was most of decoding its body.)
+type Recall interface {
+	// Known returns the length of the value known valid that b[at:]
+	// starts with, or 0.
+	Known(b []byte, at int) int
+	// Validated is told of an object or array Raw validated, b[start:end].
+	Validated(b []byte, start, end int)
+}
+
+// recallDepth bounds the nesting of the values Raw asks Recall of and
+// tells it of, at most recallDepth deep and inside as many: a value
+// skipped as known never takes the scan past jsontext's maxDepth.
+const recallDepth = 64
+
+// Raw reads the value next as it is written: a slice of the input. An
+// object or array the Scanner's Recall knows valid is not validated
+// again.
 func Raw[T ~[]byte](s *Scanner, dst *T) error {
+	if c := s.ws(); s.recall == nil || c != '{' && c != '[' || s.depth > recallDepth {
+		v, err := s.value()
+		*dst = v
+		return err
+	}
+	start := s.i
+	if n := s.recall.Known(s.b, start); n > 0 && n <= len(s.b)-start {
+		s.i += n
+		*dst = s.b[start:s.i]
+		return nil
+	}
+	peak := s.peak
+	s.peak = s.depth
 	v, err := s.value()
 	*dst = v
+	if err == nil && s.peak-s.depth <= recallDepth {
+		s.recall.Validated(s.b, start, s.i)
+	}
+	s.peak = max(peak, s.peak)
 	return err
 }
 

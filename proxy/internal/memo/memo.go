@@ -34,21 +34,34 @@ func New() *Memo { return &Memo{seed: maphash.MakeSeed()} }
 // shared by every caller that finds them: nothing may write to one. With
 // a nil m, Get is compute().
 func Get[V any](m *Memo, kind byte, b []byte, compute func() V) V {
-	if m == nil {
-		return compute()
+	if v, ok := Find[V](m, kind, b); ok {
+		return v
 	}
-	var h maphash.Hash
-	h.SetSeed(m.seed)
-	h.WriteByte(kind)
-	h.Write(b)
-	k := h.Sum64()
+	v := compute()
+	Put(m, kind, b, v)
+	return v
+}
+
+// Find returns the value remembered for the fact of this kind of b, if
+// there is one (with a nil m, none).
+func Find[V any](m *Memo, kind byte, b []byte) (V, bool) {
+	var zero V
+	if m == nil {
+		return zero, false
+	}
+	k := m.key(kind, b)
 	m.mu.Lock()
 	v, ok := m.facts[k].(V)
 	m.mu.Unlock()
-	if ok {
-		return v
+	return v, ok
+}
+
+// Put remembers v as the fact of this kind of b (with a nil m, nothing).
+func Put[V any](m *Memo, kind byte, b []byte, v V) {
+	if m == nil {
+		return
 	}
-	v = compute()
+	k := m.key(kind, b)
 	m.mu.Lock()
 	if m.facts == nil {
 		m.facts = make(map[uint64]any)
@@ -58,7 +71,14 @@ func Get[V any](m *Memo, kind byte, b []byte, compute func() V) V {
 	}
 	m.facts[k] = v
 	m.mu.Unlock()
-	return v
+}
+
+func (m *Memo) key(kind byte, b []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteByte(kind)
+	h.Write(b)
+	return h.Sum64()
 }
 
 // Len is how many facts m holds.
