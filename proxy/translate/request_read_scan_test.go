@@ -201,3 +201,30 @@ func TestRecallKnowsOnlyWhatItValidated(t *testing.T) {
 		t.Errorf("the schema read is %s, want %s", r.Tools[0].InputSchema, other)
 	}
 }
+
+// TestRecallKnowsLongTextsOnlyAsSent: a long text the client sent before
+// is recalled; one that opens as it but holds a bad escape after that is
+// validated and refused.
+func TestRecallKnowsLongTextsOnlyAsSent(t *testing.T) {
+	text := strings.Repeat("a long system prompt line\\n", 40)
+	body := func(s string) []byte {
+		return []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"` + s + `"}]}]}`)
+	}
+	rc := recall{memo.New()}
+	first := body(text)
+	var r messages.Request
+	if !messages.ScanRequest(first, &r, rc) {
+		t.Fatal("the first body was left to jsonv2")
+	}
+	at := bytes.Index(first, []byte(`"`+text))
+	if n := rc.Known(first, at); n != len(text)+2 {
+		t.Fatalf("the text validated is not known: %d of %d bytes", n, len(text)+2)
+	}
+	broken := text[:len(text)-2] + `\q`
+	if messages.ScanRequest(body(broken), &r, rc) {
+		t.Error("a text that opens as the known one but holds a bad escape was taken")
+	}
+	if !agrees(t, body(text+"x"), messages.ScanRequest) {
+		t.Error("a longer text was left to jsonv2")
+	}
+}

@@ -77,17 +77,37 @@ func Pointer[T any](s *Scanner, dst **T, read func(*T) error) error {
 	return read(*dst)
 }
 
-// Recall remembers objects and arrays a Scanner validated, by their
-// bytes: Raw asks it before it validates one, and tells it of each it
-// validated. (translate's holds the facts in the memo of the client's
-// connection and key: a coding client sends the same tool schemas with
-// every request, and validating them was most of decoding its body.)
+// Recall remembers objects, arrays and long strings a Scanner validated,
+// by their bytes: Raw asks it before it validates one, and tells it of
+// each it validated. (translate's holds the facts in the memo of the
+// client's connection and key: a coding client sends the same tool
+// schemas, system prompt and past turns with every request.)
 type Recall interface {
 	// Known returns the length of the value known valid that b[at:]
 	// starts with, or 0.
 	Known(b []byte, at int) int
-	// Validated is told of an object or array Raw validated, b[start:end].
+	// Validated is told of a value Raw validated, b[start:end].
 	Validated(b []byte, start, end int)
+}
+
+// recallString is the length from which Raw asks Recall of a string: a
+// shorter one costs less to validate than to look up.
+const recallString = 256
+
+// recalls reports whether Raw asks the Scanner's Recall of the value
+// next: an object or an array, or a string with no quote in its first
+// recallString bytes.
+func (s *Scanner) recalls() bool {
+	if s.recall == nil || s.depth > recallDepth {
+		return false
+	}
+	switch s.ws() {
+	case '{', '[':
+		return true
+	case '"':
+		return bytes.IndexByte(s.b[s.i+1:min(len(s.b), s.i+1+recallString)], '"') < 0
+	}
+	return false
 }
 
 // recallDepth bounds the nesting of the values Raw asks Recall of and
@@ -96,10 +116,10 @@ type Recall interface {
 const recallDepth = 64
 
 // Raw reads the value next as it is written: a slice of the input. An
-// object or array the Scanner's Recall knows valid is not validated
-// again.
+// object, an array or a long string the Scanner's Recall knows valid is
+// not validated again.
 func Raw[T ~[]byte](s *Scanner, dst *T) error {
-	if c := s.ws(); s.recall == nil || c != '{' && c != '[' || s.depth > recallDepth {
+	if !s.recalls() {
 		v, err := s.value()
 		*dst = v
 		return err
