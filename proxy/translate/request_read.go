@@ -86,39 +86,38 @@ func scanned(body []byte, req any, m *memo.Memo) bool {
 	return false
 }
 
-// recall is a client's memo as the decoder's jsonscan.Recall: an object or
-// array of at least memoMin bytes that the client sent before on its
-// connection (its tool schemas, above all) is known valid, and not
-// validated again. A value is found by its first recallPrefix bytes, which
-// give its length, and known by all of its bytes.
+// recall is a client's memo as the decoder's jsonscan.Recall: an object,
+// an array or a string of at least memoMin bytes that the client sent
+// before on its connection (its tool schemas, its system prompt, the past
+// turns) is known valid, and not validated again. One fact a value: its
+// first recallPrefix bytes find its length and the sum of all its bytes.
 type recall struct{ m *memo.Memo }
 
 // recallPrefix is how much of a value finds it; memoMin is more.
 const recallPrefix = 128
 
-// The facts of the decode a connection's memo remembers.
-const (
-	memoValueLength byte = 'v' // the length of the valid value that opens with these bytes
-	memoValueValid  byte = 'V' // these bytes are a valid value
-)
+// memoValid is the memo's kind of fact for a valid value (recall).
+const memoValid byte = 'v'
+
+// validValue is what recall remembers of a valid value.
+type validValue struct {
+	length int
+	sum    uint64
+}
 
 func (r recall) Known(b []byte, at int) int {
-	n, ok := memo.Find[int](r.m, memoValueLength, b[at:min(len(b), at+recallPrefix)])
-	if !ok || n > len(b)-at {
+	v, ok := memo.Find[validValue](r.m, memoValid, b[at:min(len(b), at+recallPrefix)])
+	if !ok || v.length > len(b)-at || r.m.Sum(memoValid, b[at:at+v.length]) != v.sum {
 		return 0
 	}
-	if _, ok := memo.Find[struct{}](r.m, memoValueValid, b[at:at+n]); !ok {
-		return 0
-	}
-	return n
+	return v.length
 }
 
 func (r recall) Validated(b []byte, start, end int) {
 	if end-start < memoMin {
 		return
 	}
-	memo.Put(r.m, memoValueLength, b[start:start+recallPrefix], end-start)
-	memo.Put(r.m, memoValueValid, b[start:end], struct{}{})
+	memo.Put(r.m, memoValid, b[start:start+recallPrefix], validValue{end - start, r.m.Sum(memoValid, b[start:end])})
 }
 
 // decodeError turns a decode error into a *RequestError that names the

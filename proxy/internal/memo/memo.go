@@ -73,6 +73,16 @@ func Put[V any](m *Memo, kind byte, b []byte, v V) {
 	m.mu.Unlock()
 }
 
+// Sum is the 64-bit hash m finds the fact of this kind of b by: a fact
+// may hold the sum of other bytes, to know them again without a fact of
+// their own (with a nil m, 0).
+func (m *Memo) Sum(kind byte, b []byte) uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.key(kind, b)
+}
+
 func (m *Memo) key(kind byte, b []byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(m.seed)

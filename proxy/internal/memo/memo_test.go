@@ -62,3 +62,34 @@ func TestConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// TestFindPutSum: Find gives what Put remembered for the same kind and
+// bytes only; Sum is the same for the same kind and bytes, and differs
+// between two memos (their seeds); a nil memo remembers nothing.
+func TestFindPutSum(t *testing.T) {
+	m, other := New(), New()
+	if _, ok := Find[int](m, 'a', []byte("x")); ok {
+		t.Fatal("an empty memo found a fact")
+	}
+	Put(m, 'a', []byte("x"), 7)
+	if v, ok := Find[int](m, 'a', []byte("x")); !ok || v != 7 {
+		t.Errorf("Find = %d, %v after Put 7", v, ok)
+	}
+	if _, ok := Find[int](m, 'b', []byte("x")); ok {
+		t.Error("a fact of another kind was found")
+	}
+	if _, ok := Find[string](m, 'a', []byte("x")); ok {
+		t.Error("a fact of another type was found")
+	}
+	if m.Sum('a', []byte("x")) != m.Sum('a', []byte("x")) || m.Sum('a', []byte("x")) == m.Sum('a', []byte("y")) {
+		t.Error("Sum does not tell bytes apart")
+	}
+	if m.Sum('a', []byte("x")) == other.Sum('a', []byte("x")) {
+		t.Error("two memos share a seed")
+	}
+	var none *Memo
+	Put(none, 'a', []byte("x"), 1)
+	if _, ok := Find[int](none, 'a', []byte("x")); ok || none.Sum('a', []byte("x")) != 0 {
+		t.Error("a nil memo remembered")
+	}
+}
