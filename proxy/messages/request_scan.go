@@ -4,67 +4,58 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 )
 
-// ScanRequest is the quick decoding of a request body: it reads body into
-// r with jsonscan and reports true when r is then what jsonv2 decodes
-// (with duplicate names allowed; raw values alias body). It reports false,
-// r left in no particular state, where it leaves the body to jsonv2:
-// malformed JSON, a member of a kind jsonv2 refuses, a name given twice or
-// written with an escape, a Go string with an escape, a number that is not
-// an int64 (jsonscan.ErrLeft). The caller then decodes with jsonv2, which
-// words any error. A coding client's body takes the quick way, three
-// times faster than jsonv2's reflection and UnmarshalJSONFrom calls
-// (FuzzScanRequestMatchesJSON checks that the two agree). rc, when not
-// nil, is asked for the raw objects and arrays it knows valid (the tool
-// schemas a client sent before), which are then not validated again.
+// ScanRequest decodes a Messages request body into r the quick way.
+// Claude Code's 54 KB body takes it in 15
+// µs, against 33 through jsonv2. It reports true when r is what the translations' jsonv2
+// decode gives (duplicate names allowed, raw values aliasing body), false
+// where it leaves the body to jsonv2 (jsonscan.ErrLeft's cases; r is then
+// in no particular state). rc, when not nil, recalls the long values the
+// client sent before.
 func ScanRequest(body []byte, r *Request, rc jsonscan.Recall) bool {
 	*r = Request{}
-	s := scan{jsonscan.NewRecalling(body, rc)}
-	return s.request(r) == nil && s.AtEnd()
+	return jsonscan.Decode(body, rc, func(sc *jsonscan.Scanner) error { return scan{sc}.request(r) })
 }
 
 // scan reads the members of a Request into its Go types.
-type scan struct{ jsonscan.Scanner }
+type scan struct{ *jsonscan.Scanner }
 
-func (s *scan) request(r *Request) error {
-	if s.Peek() != '{' {
-		return jsonscan.ErrLeft
-	}
+func (s scan) request(r *Request) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"model"`:
 			return 0, s.String(&r.Model)
 		case `"messages"`:
-			return 1, jsonscan.List(&s.Scanner, &r.Messages, s.message)
+			return 1, jsonscan.List(s.Scanner, &r.Messages, s.message)
 		case `"system"`:
 			return 2, s.content(&r.System)
 		case `"max_tokens"`:
-			return 3, jsonscan.Pointer(&s.Scanner, &r.MaxTokens, s.Int)
+			return 3, jsonscan.Pointer(s.Scanner, &r.MaxTokens, s.Int)
 		case `"tools"`:
-			return 4, jsonscan.List(&s.Scanner, &r.Tools, s.tool)
+			return 4, jsonscan.List(s.Scanner, &r.Tools, s.tool)
 		case `"tool_choice"`:
-			return 5, jsonscan.Pointer(&s.Scanner, &r.ToolChoice, s.toolChoice)
+			return 5, jsonscan.Pointer(s.Scanner, &r.ToolChoice, s.toolChoice)
 		case `"stop_sequences"`:
-			return 6, jsonscan.List(&s.Scanner, &r.StopSequences, s.String)
+			return 6, jsonscan.List(s.Scanner, &r.StopSequences, s.String)
 		case `"temperature"`:
-			return 7, jsonscan.Raw(&s.Scanner, &r.Temperature)
+			return 7, jsonscan.Raw(s.Scanner, &r.Temperature)
 		case `"top_p"`:
-			return 8, jsonscan.Raw(&s.Scanner, &r.TopP)
+			return 8, jsonscan.Raw(s.Scanner, &r.TopP)
 		case `"top_k"`:
-			return 9, jsonscan.Raw(&s.Scanner, &r.TopK)
+			return 9, jsonscan.Raw(s.Scanner, &r.TopK)
 		case `"metadata"`:
-			return 10, jsonscan.Pointer(&s.Scanner, &r.Metadata, s.metadata)
+			return 10, jsonscan.Pointer(s.Scanner, &r.Metadata, s.metadata)
 		case `"stream"`:
 			return 11, s.Bool(&r.Stream)
 		case `"thinking"`:
-			return 12, jsonscan.Pointer(&s.Scanner, &r.Thinking, s.thinking)
+			return 12, jsonscan.Pointer(s.Scanner, &r.Thinking, s.thinking)
 		case `"output_config"`:
-			return 13, jsonscan.Pointer(&s.Scanner, &r.OutputConfig, s.outputConfig)
+			return 13, jsonscan.Pointer(s.Scanner, &r.OutputConfig, s.outputConfig)
 		}
 		return jsonscan.Unknown, nil
 	})
 }
 
-func (s *scan) message(m *Message) error {
+func (s scan) message(m *Message) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"role"`:
@@ -77,12 +68,12 @@ func (s *scan) message(m *Message) error {
 }
 
 // content reads a Content as its UnmarshalJSONFrom does.
-func (s *scan) content(c *Content) error {
+func (s scan) content(c *Content) error {
 	switch s.Peek() {
 	case '"':
-		return jsonscan.Raw(&s.Scanner, &c.Text)
+		return jsonscan.Raw(s.Scanner, &c.Text)
 	case '[':
-		return jsonscan.List(&s.Scanner, &c.Blocks, s.block)
+		return jsonscan.List(s.Scanner, &c.Blocks, s.block)
 	case 'n':
 		return s.Skip()
 	}
@@ -91,7 +82,7 @@ func (s *scan) content(c *Content) error {
 
 // block reads a Block as its UnmarshalJSONFrom does: a member of a kind
 // that does not fit is skipped (decodeIf).
-func (s *scan) block(b *Block) error {
+func (s scan) block(b *Block) error {
 	if s.Peek() != '{' {
 		return jsonscan.ErrLeft
 	}
@@ -101,19 +92,19 @@ func (s *scan) block(b *Block) error {
 		case `"type"`:
 			return 0, s.stringIf(k, &b.Type)
 		case `"text"`:
-			return 1, jsonscan.Raw(&s.Scanner, &b.Text)
+			return 1, jsonscan.Raw(s.Scanner, &b.Text)
 		case `"input"`:
-			return 2, jsonscan.Raw(&s.Scanner, &b.Input)
+			return 2, jsonscan.Raw(s.Scanner, &b.Input)
 		case `"source"`:
 			if k != '{' {
 				return 3, s.Skip()
 			}
-			return 3, jsonscan.Pointer(&s.Scanner, &b.Source, s.source)
+			return 3, jsonscan.Pointer(s.Scanner, &b.Source, s.source)
 		case `"content"`:
 			if k != '"' && k != '[' {
 				return 4, s.Skip()
 			}
-			return 4, jsonscan.Pointer(&s.Scanner, &b.Content, s.content)
+			return 4, jsonscan.Pointer(s.Scanner, &b.Content, s.content)
 		case `"id"`:
 			return 5, s.stringIf(k, &b.ID)
 		case `"name"`:
@@ -142,14 +133,14 @@ func (s *scan) block(b *Block) error {
 
 // stringIf reads a string into dst when k, the kind next, is a string,
 // and skips the value otherwise.
-func (s *scan) stringIf(k byte, dst *string) error {
+func (s scan) stringIf(k byte, dst *string) error {
 	if k != '"' {
 		return s.Skip()
 	}
 	return s.String(dst)
 }
 
-func (s *scan) source(src *Source) error {
+func (s scan) source(src *Source) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"type"`:
@@ -157,19 +148,19 @@ func (s *scan) source(src *Source) error {
 		case `"media_type"`:
 			return 1, s.String(&src.MediaType)
 		case `"data"`:
-			return 2, jsonscan.Raw(&s.Scanner, &src.Data)
+			return 2, jsonscan.Raw(s.Scanner, &src.Data)
 		case `"url"`:
-			return 3, jsonscan.Raw(&s.Scanner, &src.URL)
+			return 3, jsonscan.Raw(s.Scanner, &src.URL)
 		case `"file_id"`:
 			return 4, s.String(&src.FileID)
 		case `"content"`:
-			return 5, jsonscan.Pointer(&s.Scanner, &src.Content, s.content)
+			return 5, jsonscan.Pointer(s.Scanner, &src.Content, s.content)
 		}
 		return jsonscan.Unknown, nil
 	})
 }
 
-func (s *scan) tool(t *Tool) error {
+func (s scan) tool(t *Tool) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"type"`:
@@ -177,15 +168,15 @@ func (s *scan) tool(t *Tool) error {
 		case `"name"`:
 			return 1, s.String(&t.Name)
 		case `"description"`:
-			return 2, jsonscan.Raw(&s.Scanner, &t.Description)
+			return 2, jsonscan.Raw(s.Scanner, &t.Description)
 		case `"input_schema"`:
-			return 3, jsonscan.Raw(&s.Scanner, &t.InputSchema)
+			return 3, jsonscan.Raw(s.Scanner, &t.InputSchema)
 		}
 		return jsonscan.Unknown, nil
 	})
 }
 
-func (s *scan) toolChoice(c *ToolChoice) error {
+func (s scan) toolChoice(c *ToolChoice) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"type"`:
@@ -199,16 +190,16 @@ func (s *scan) toolChoice(c *ToolChoice) error {
 	})
 }
 
-func (s *scan) metadata(m *Metadata) error {
+func (s scan) metadata(m *Metadata) error {
 	return s.Object(func(name []byte) (int, error) {
 		if string(name) == `"user_id"` {
-			return 0, jsonscan.Raw(&s.Scanner, &m.UserID)
+			return 0, jsonscan.Raw(s.Scanner, &m.UserID)
 		}
 		return jsonscan.Unknown, nil
 	})
 }
 
-func (s *scan) thinking(t *Thinking) error {
+func (s scan) thinking(t *Thinking) error {
 	return s.Object(func(name []byte) (int, error) {
 		switch string(name) {
 		case `"type"`:
@@ -220,7 +211,7 @@ func (s *scan) thinking(t *Thinking) error {
 	})
 }
 
-func (s *scan) outputConfig(c *OutputConfig) error {
+func (s scan) outputConfig(c *OutputConfig) error {
 	return s.Object(func(name []byte) (int, error) {
 		if string(name) == `"effort"` {
 			return 0, s.String(&c.Effort)

@@ -1,10 +1,12 @@
 package jsonscan
 
-// What the wire packages' quick request decoders read with a Scanner:
-// each value the way jsonv2 decodes it into a Go value of its type (null
-// as the zero value), or ErrLeft where the decoder leaves the body to
-// jsonv2 (an escape, a number that is not an int64, a kind jsonv2 refuses
-// there, a name given twice).
+// What the wire packages' quick request decoders (their ScanRequest) read
+// with a Scanner: each value the way jsonv2 decodes it into a Go value of
+// its type (null as the zero value), or ErrLeft where the decoder leaves
+// the body to jsonv2: malformed JSON, a kind jsonv2 refuses there, a name
+// given twice or written with an escape, a Go string with an escape, a
+// number that is not an int64. FuzzScanRequestMatchesJSON (translate)
+// checks that the two decodings agree.
 
 import (
 	"bytes"
@@ -15,6 +17,14 @@ import (
 // ErrLeft ends a quick decoder's scan: the body holds something it leaves
 // to jsonv2, which decodes it again from the start and words any error.
 var ErrLeft = errors.New("jsonscan: left to jsonv2")
+
+// Decode runs read, a quick decoder, over b with rc its Recall (nil:
+// none), and reports whether it read one object, the whole of b, without
+// leaving it to jsonv2.
+func Decode(b []byte, rc Recall, read func(*Scanner) error) bool {
+	s := NewRecalling(b, rc)
+	return s.Peek() == '{' && read(&s) == nil && s.AtEnd()
+}
 
 // Unknown is what an Object member function returns for a member its
 // decoder does not read.
