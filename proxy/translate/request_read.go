@@ -41,8 +41,9 @@ var errNoModel = &RequestError{Msg: "model: required (a string naming a configur
 // readRequest decodes body into req (decode) and resolves its model,
 // *model (a member of req), to the Target the request is translated for:
 // the caller's resolver learns of the request before anything else of it
-// is checked, so that even a request refused for its input is counted for
-// its model.
+// is checked (but a Responses request's compaction items:
+// compactionItem), so that even a request refused for its input is
+// counted for its model.
 func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (Target, error) {
 	if err := decode(body, req, resolve.clientMemo()); err != nil {
 		return Target{}, err
@@ -50,7 +51,41 @@ func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (T
 	if *model == "" {
 		return Target{}, errNoModel
 	}
+	if r, ok := any(req).(*responses.Request); ok {
+		if err := compactionItem(r.Input.Items); err != nil {
+			return Target{}, err
+		}
+	}
 	return resolveTarget(resolve, *model)
+}
+
+// compactionItem refuses the first compaction or compaction_trigger item
+// of a Responses request, marked Compaction, before its model is resolved:
+// the server opens them (and answers a trigger) where the translation
+// meets them, rather than search every body for them.
+func compactionItem(items []responses.Item) error {
+	for i := range items {
+		switch items[i].Type {
+		case responses.ItemCompaction:
+			return &RequestError{Msg: fmt.Sprintf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i), Compaction: true}
+		case responses.ItemCompactionTrigger:
+			return &RequestError{Msg: fmt.Sprintf("input.%d: compaction_trigger must be the last input item", i), Compaction: true}
+		}
+	}
+	return nil
+}
+
+// clientMemo is the memo of the client a request comes from, asked of
+// resolve before the request's model is known (see Resolver).
+func (resolve Resolver) clientMemo() *memo.Memo {
+	if resolve == nil {
+		return nil
+	}
+	t, err := resolve("")
+	if err != nil {
+		return nil
+	}
+	return t.Memo
 }
 
 // decode decodes a client's request into its wire type (a

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -90,31 +89,11 @@ const customInputKey = "input"
 // the client escaped them.
 func ResponsesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request
-	target, err := readRequest(body, &req, &req.Model, func(alias string) (Target, error) {
-		if err := compactionItem(req.Input.Items); err != nil {
-			return Target{}, err
-		}
-		return resolveTarget(resolve, alias)
-	})
+	target, err := readRequest(body, &req, &req.Model, resolve)
 	if err != nil {
 		return BackendRequest{}, nil, err
 	}
 	return responsesBuild(body, &req, target)
-}
-
-// compactionItem refuses the first compaction or compaction_trigger item
-// of items, marked Compaction: the server looks for them in what the
-// translation decodes rather than searching every body for them.
-func compactionItem(items []responses.Item) error {
-	for i := range items {
-		switch items[i].Type {
-		case responses.ItemCompaction:
-			return &RequestError{Msg: fmt.Sprintf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i), Compaction: true}
-		case responses.ItemCompactionTrigger:
-			return &RequestError{Msg: fmt.Sprintf("input.%d: compaction_trigger must be the last input item", i), Compaction: true}
-		}
-	}
-	return nil
 }
 
 // responsesBuild is ResponsesOnChatRequest on a decoded request and its

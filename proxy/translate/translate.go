@@ -92,19 +92,6 @@ type Target struct {
 // any alias, or with an error, and the decode remembers nothing.
 type Resolver func(alias string) (Target, error)
 
-// clientMemo is the memo of the client a request comes from, asked of
-// resolve before the request's model is known.
-func (resolve Resolver) clientMemo() *memo.Memo {
-	if resolve == nil {
-		return nil
-	}
-	t, err := resolve("")
-	if err != nil {
-		return nil
-	}
-	return t.Memo
-}
-
 // BackendRequest is a request ready for the backend: its /chat/completions,
 // or its /messages for MessagesOnMessagesRequest and ChatOnMessagesRequest.
 // Body may come from bufpool (as does ChatResponseModel's answer); a
