@@ -65,12 +65,16 @@ func readRequest[R any](body []byte, req *R, model *string, resolve Resolver) (T
 // meets them, rather than search every body for them.
 func compactionItem(items []responses.Item) error {
 	for i := range items {
+		var why string
 		switch items[i].Type {
 		case responses.ItemCompaction:
-			return &RequestError{Msg: fmt.Sprintf("input.%d: a compaction item whose encrypted_content the proxy did not write: it cannot be read here", i), Compaction: true}
+			why = "a compaction item whose encrypted_content the proxy did not write: it cannot be read here"
 		case responses.ItemCompactionTrigger:
-			return &RequestError{Msg: fmt.Sprintf("input.%d: compaction_trigger must be the last input item", i), Compaction: true}
+			why = "compaction_trigger must be the last input item"
+		default:
+			continue
 		}
+		return &RequestError{Msg: fmt.Sprintf("input.%d: %s", i, why), Compaction: true}
 	}
 	return nil
 }

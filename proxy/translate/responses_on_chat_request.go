@@ -84,8 +84,9 @@ const customInputKey = "input"
 //     stream with usage) pass; store, include, metadata, prompt_cache_key
 //     and other members are accepted and ignored.
 //
-// The body is decoded with jsonv2 (raw values as slices of it) and the
-// Chat body written directly, texts, descriptions and schemas copied as
+// The body is decoded by responses.ScanRequest, or jsonv2 where it leaves
+// it (raw values as slices of the body; readRequest), and the Chat body
+// written directly, texts, descriptions and schemas copied as
 // the client escaped them.
 func ResponsesOnChatRequest(body []byte, resolve Resolver) (BackendRequest, *ResponsesCall, error) {
 	var req responses.Request

@@ -38,8 +38,8 @@ type Scanner struct {
 func New(b []byte) Scanner { return Scanner{b: b} }
 
 // NewRecalling returns a Scanner at the start of b whose Raw asks r for
-// the objects and arrays it knows valid before validating one (nil r:
-// New).
+// the objects, arrays and long strings it knows valid before validating
+// one (nil r: New).
 func NewRecalling(b []byte, r Recall) Scanner { return Scanner{b: b, recall: r} }
 
 // SyntaxError is malformed JSON: what is wrong, and the byte offset in the

@@ -34,34 +34,43 @@ func New() *Memo { return &Memo{seed: maphash.MakeSeed()} }
 // shared by every caller that finds them: nothing may write to one. With
 // a nil m, Get is compute().
 func Get[V any](m *Memo, kind byte, b []byte, compute func() V) V {
-	if v, ok := Find[V](m, kind, b); ok {
+	if m == nil {
+		return compute()
+	}
+	k := m.key(kind, b) // once: b may be long
+	if v, ok := find[V](m, k); ok {
 		return v
 	}
 	v := compute()
-	Put(m, kind, b, v)
+	m.put(k, v)
 	return v
 }
 
 // Find returns the value remembered for the fact of this kind of b, if
 // there is one (with a nil m, none).
 func Find[V any](m *Memo, kind byte, b []byte) (V, bool) {
-	var zero V
 	if m == nil {
+		var zero V
 		return zero, false
 	}
-	k := m.key(kind, b)
+	return find[V](m, m.key(kind, b))
+}
+
+// Put remembers v as the fact of this kind of b (with a nil m, nothing).
+func Put[V any](m *Memo, kind byte, b []byte, v V) {
+	if m != nil {
+		m.put(m.key(kind, b), v)
+	}
+}
+
+func find[V any](m *Memo, k uint64) (V, bool) {
 	m.mu.Lock()
 	v, ok := m.facts[k].(V)
 	m.mu.Unlock()
 	return v, ok
 }
 
-// Put remembers v as the fact of this kind of b (with a nil m, nothing).
-func Put[V any](m *Memo, kind byte, b []byte, v V) {
-	if m == nil {
-		return
-	}
-	k := m.key(kind, b)
+func (m *Memo) put(k uint64, v any) {
 	m.mu.Lock()
 	if m.facts == nil {
 		m.facts = make(map[uint64]any)
