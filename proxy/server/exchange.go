@@ -289,12 +289,17 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 	return x.inWindow(x.counted(x.fitted(x.translate(body, x.resolve))))
 }
 
+// call is the call of the exchange's request; its body, the exchange's
+// alone, goes back to bufpool once sent.
 func (x *exchange) call() upstream.Call {
 	r := x.route
 	if r.Protocol == config.ProtocolMessages {
-		return x.nativeCall("/messages")
+		c := x.nativeCall("/messages")
+		c.Release = bufpool.Put
+		return c
 	}
 	c := upstream.Call{
+		Release:       bufpool.Put,
 		BaseURL:       r.apiBase,
 		Path:          "/chat/completions",
 		APIKey:        r.apiKey,

@@ -39,7 +39,9 @@ func BenchmarkResponses43KB(b *testing.B) {
 			bs := answerServer(b, answer, ctype)
 			yaml := "model_list:\n  - model_name: coder\n    proxy_params: {model: vendorb/stub-model, api_base: '" + bs.URL + "/v1', api_key: k}\n"
 			cfg := loadConfig(b, yaml)
-			dm := httptest.NewServer(quietServer(b, cfg, balance.New(cfg, balance.Options{}), server.Options{}))
+			dm := httptest.NewUnstartedServer(quietServer(b, cfg, balance.New(cfg, balance.Options{}), server.Options{}))
+			dm.Config.ConnContext = server.ConnContext // as bin/proxy serves: the connection's memo
+			dm.Start()
 			b.Cleanup(dm.Close)
 			benchPosts(b, dm.URL+"/v1/responses", body, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + clientKey}})
 		})

@@ -79,6 +79,10 @@ type Call struct {
 	// with the outcome: the backend's status (0 when none came) and the
 	// error.
 	Attempt func(req *http.Request) (done func(status int, err error))
+	// Release, when set, is given Body once no attempt of the call can
+	// read it any more (sent whole, or closed by the transport, and Do
+	// over), so that the caller can use its memory again.
+	Release func(body []byte)
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -124,7 +128,7 @@ func (p *Pool) client(base string) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            dialer.DialContext,
+		DialContext:            pooledCopyDial(dialer.DialContext),
 		MaxIdleConnsPerHost:    256,
 		IdleConnTimeout:        90 * time.Second,
 		TLSClientConfig:        &tls.Config{RootCAs: p.roots},
@@ -138,7 +142,7 @@ func (p *Pool) client(base string) *http.Client {
 		// streams, 4+4 KB each were 8 MB of the live heap, and so 16 MB of
 		// the resident set the garbage collector let grow to. The write
 		// buffer holds the request's head (the body goes to the socket
-		// past it, ReadFrom); the read buffer the answer's head and chunk
+		// past it, pooledCopyConn.ReadFrom); the read buffer the answer's head and chunk
 		// lines (the relay's reads, as large as it, go past it).
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  1 << 10,
@@ -171,7 +175,7 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	// response body is closed: the body is let go once it was sent whole,
 	// or the exchange is over, so that a backend slow to answer or a
 	// stream that lasts minutes does not keep its request alive.
-	ref := &bodyRef{b: c.Body}
+	ref := &bodyRef{b: c.Body, release: c.Release}
 	c.Body = nil
 	defer ref.over()
 	resp, err := p.once(ctx, c, ref)
@@ -191,11 +195,14 @@ var errTimedOut = errors.New("upstream timeout")
 
 // bodyRef holds a request body until it was sent whole or Do is over,
 // for the readers the transport reads it through: one per attempt and
-// one per GetBody (a retry on a stale idle connection).
+// one per GetBody (a retry on a stale idle connection). Once no reader
+// can read it any more, it is let go, and given to Call.Release.
 type bodyRef struct {
-	mu   sync.Mutex
-	b    []byte // nil once let go
-	gone bool   // let go: GetBody finds no body
+	mu      sync.Mutex
+	b       []byte       // nil once let go
+	gone    bool         // no new reader: sent whole, or Do is over
+	reading int          // readers neither closed nor read to their end
+	release func([]byte) // Call.Release
 }
 
 // errBodySent: the transport asked for the body again after it was sent
@@ -208,15 +215,30 @@ func (r *bodyRef) reader() (io.ReadCloser, error) {
 	if r.gone {
 		return nil, errBodySent
 	}
+	r.reading++
 	return &bodyReader{b: r.b, ref: r}, nil
 }
 
-// over lets the body go: no new reader gets it. Do calls it at its end,
-// and a reader once it gave the transport the whole body.
-func (r *bodyRef) over() {
+// over: no new reader gets the body. Do calls it at its end.
+func (r *bodyRef) over() { r.end(false, true) }
+
+// end notes that a reader is done (read, when it gave the transport the
+// whole body: the transport asks for more only once it wrote what it
+// had) or, when over, that Do is; the last to end lets the body go.
+func (r *bodyRef) end(reader, sent bool) {
 	r.mu.Lock()
-	r.b, r.gone = nil, true
+	if reader {
+		r.reading--
+	}
+	r.gone = r.gone || sent
+	var b []byte
+	if r.gone && r.reading == 0 {
+		b, r.b = r.b, nil
+	}
 	r.mu.Unlock()
+	if b != nil && r.release != nil {
+		r.release(b)
+	}
 }
 
 // once makes one attempt through the backend's transport.
@@ -279,20 +301,25 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 		r.mu.Unlock()
 		return n, nil
 	}
-	ref := r.ref
-	r.b, r.ref = nil, nil
-	r.mu.Unlock()
-	if ref != nil {
-		ref.over() // the transport asks for more only once it wrote what it had
-	}
+	r.stop(true)
 	return 0, io.EOF
 }
 
 func (r *bodyReader) Close() error {
 	r.mu.Lock()
+	r.stop(false)
+	return nil
+}
+
+// stop, with r.mu held, ends the reader: nothing is read through it any
+// more (sent: it gave the whole body).
+func (r *bodyReader) stop(sent bool) {
+	ref := r.ref
 	r.b, r.ref = nil, nil
 	r.mu.Unlock()
-	return nil
+	if ref != nil {
+		ref.end(true, sent)
+	}
 }
 
 // maxErrorBody bounds how much of a backend's error answer is kept.
@@ -406,4 +433,29 @@ func (w *watchdog) fired() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.done
+}
+
+// pooledCopyDial wraps a dial function's connections in pooledCopyConn.
+func pooledCopyDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return pooledCopyConn{c}, nil
+	}
+}
+
+// pooledCopyConn is a backend connection whose ReadFrom, through which the
+// transport writes a request body to the socket, copies through a pooled
+// buffer: a TCP connection's own ReadFrom allocated 32 KB for each
+// request whose body is not a file.
+type pooledCopyConn struct{ net.Conn }
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (c pooledCopyConn) ReadFrom(r io.Reader) (int64, error) {
+	b := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(b)
+	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, r, *b)
 }
