@@ -77,8 +77,9 @@ type exchange struct {
 	// it to its pool, Main when none did.
 	kinds  reqkind.Set
 	routed reqkind.Kind
-	// req.Body goes with the attempt that sends it (upstream lets it go
-	// once sent): a retry translates the body again.
+	// req.Body goes with the attempt that sends it (upstream gives it
+	// back to bufpool once the transport is done with it, call): a retry
+	// translates the body again.
 	req   translate.BackendRequest
 	route routeInfo
 	lease *balance.Lease
