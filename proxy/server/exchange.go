@@ -77,9 +77,8 @@ type exchange struct {
 	// it to its pool, Main when none did.
 	kinds  reqkind.Set
 	routed reqkind.Kind
-	// req.Body goes with the attempt that sends it (upstream gives it
-	// back to bufpool once the transport is done with it, call): a retry
-	// translates the body again.
+	// req.Body goes with the attempt that sends it (upstream lets it go
+	// once sent): a retry translates the body again.
 	req   translate.BackendRequest
 	route routeInfo
 	lease *balance.Lease
@@ -290,17 +289,12 @@ func (x *exchange) translateBody(body []byte) (translate.BackendRequest, error) 
 	return x.inWindow(x.counted(x.fitted(x.translate(body, x.resolve))))
 }
 
-// call is the call of the exchange's request; its body, the exchange's
-// alone, goes back to bufpool once sent.
 func (x *exchange) call() upstream.Call {
 	r := x.route
 	if r.Protocol == config.ProtocolMessages {
-		c := x.nativeCall("/messages")
-		c.Release = bufpool.Put
-		return c
+		return x.nativeCall("/messages")
 	}
 	c := upstream.Call{
-		Release:       bufpool.Put,
 		BaseURL:       r.apiBase,
 		Path:          "/chat/completions",
 		APIKey:        r.apiKey,

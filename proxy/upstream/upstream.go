@@ -79,10 +79,6 @@ type Call struct {
 	// with the outcome: the backend's status (0 when none came) and the
 	// error.
 	Attempt func(req *http.Request) (done func(status int, err error))
-	// Release, when set, is given Body once no attempt of the call can
-	// read it any more (sent whole, or closed by the transport, and Do
-	// over), so that the caller can use its memory again.
-	Release func(body []byte)
 }
 
 // Backoff is the wait before retry n (0-based): 250ms doubling, at most 4s.
@@ -128,7 +124,7 @@ func (p *Pool) client(base string) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            pooledCopyDial(dialer.DialContext),
+		DialContext:            bodyDial(dialer.DialContext),
 		MaxIdleConnsPerHost:    256,
 		IdleConnTimeout:        90 * time.Second,
 		TLSClientConfig:        &tls.Config{RootCAs: p.roots},
@@ -142,7 +138,7 @@ func (p *Pool) client(base string) *http.Client {
 		// streams, 4+4 KB each were 8 MB of the live heap, and so 16 MB of
 		// the resident set the garbage collector let grow to. The write
 		// buffer holds the request's head (the body goes to the socket
-		// past it, pooledCopyConn.ReadFrom); the read buffer the answer's head and chunk
+		// past it, bodyConn.ReadFrom); the read buffer the answer's head and chunk
 		// lines (the relay's reads, as large as it, go past it).
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  1 << 10,
@@ -175,7 +171,7 @@ func (p *Pool) Do(ctx context.Context, c Call) (*Response, error) {
 	// response body is closed: the body is let go once it was sent whole,
 	// or the exchange is over, so that a backend slow to answer or a
 	// stream that lasts minutes does not keep its request alive.
-	ref := &bodyRef{b: c.Body, release: c.Release}
+	ref := &bodyRef{b: c.Body}
 	c.Body = nil
 	defer ref.over()
 	resp, err := p.once(ctx, c, ref)
@@ -195,14 +191,11 @@ var errTimedOut = errors.New("upstream timeout")
 
 // bodyRef holds a request body until it was sent whole or Do is over,
 // for the readers the transport reads it through: one per attempt and
-// one per GetBody (a retry on a stale idle connection). Once no reader
-// can read it any more, it is let go, and given to Call.Release.
+// one per GetBody (a retry on a stale idle connection).
 type bodyRef struct {
-	mu      sync.Mutex
-	b       []byte       // nil once let go
-	gone    bool         // no new reader: sent whole, or Do is over
-	reading int          // readers neither closed nor read to their end
-	release func([]byte) // Call.Release
+	mu   sync.Mutex
+	b    []byte // nil once let go
+	gone bool   // let go: GetBody finds no body
 }
 
 // errBodySent: the transport asked for the body again after it was sent
@@ -215,30 +208,15 @@ func (r *bodyRef) reader() (io.ReadCloser, error) {
 	if r.gone {
 		return nil, errBodySent
 	}
-	r.reading++
 	return &bodyReader{b: r.b, ref: r}, nil
 }
 
-// over: no new reader gets the body. Do calls it at its end.
-func (r *bodyRef) over() { r.end(false, true) }
-
-// end notes that a reader is done (read, when it gave the transport the
-// whole body: the transport asks for more only once it wrote what it
-// had) or, when over, that Do is; the last to end lets the body go.
-func (r *bodyRef) end(reader, sent bool) {
+// over lets the body go: no new reader gets it. Do calls it at its end,
+// and a reader once it gave the transport the whole body.
+func (r *bodyRef) over() {
 	r.mu.Lock()
-	if reader {
-		r.reading--
-	}
-	r.gone = r.gone || sent
-	var b []byte
-	if r.gone && r.reading == 0 {
-		b, r.b = r.b, nil
-	}
+	r.b, r.gone = nil, true
 	r.mu.Unlock()
-	if b != nil && r.release != nil {
-		r.release(b)
-	}
 }
 
 // once makes one attempt through the backend's transport.
@@ -301,25 +279,35 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 		r.mu.Unlock()
 		return n, nil
 	}
-	r.stop(true)
-	return 0, io.EOF
-}
-
-func (r *bodyReader) Close() error {
-	r.mu.Lock()
-	r.stop(false)
-	return nil
-}
-
-// stop, with r.mu held, ends the reader: nothing is read through it any
-// more (sent: it gave the whole body).
-func (r *bodyReader) stop(sent bool) {
 	ref := r.ref
 	r.b, r.ref = nil, nil
 	r.mu.Unlock()
 	if ref != nil {
-		ref.end(true, sent)
+		ref.over() // the transport asks for more only once it wrote what it had
 	}
+	return 0, io.EOF
+}
+
+// writeTo writes at most n bytes of the rest of the body to w straight
+// from its memory (bodyConn).
+func (r *bodyReader) writeTo(w io.Writer, n int64) (int64, error) {
+	r.mu.Lock()
+	b := r.b[:min(int64(len(r.b)), n)]
+	r.mu.Unlock()
+	m, err := w.Write(b)
+	r.mu.Lock()
+	if r.b != nil { // not closed meanwhile
+		r.b = r.b[m:]
+	}
+	r.mu.Unlock()
+	return int64(m), err
+}
+
+func (r *bodyReader) Close() error {
+	r.mu.Lock()
+	r.b, r.ref = nil, nil
+	r.mu.Unlock()
+	return nil
 }
 
 // maxErrorBody bounds how much of a backend's error answer is kept.
@@ -435,27 +423,34 @@ func (w *watchdog) fired() bool {
 	return w.done
 }
 
-// pooledCopyDial wraps a dial function's connections in pooledCopyConn.
-func pooledCopyDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// bodyDial wraps a dial function's connections in bodyConn.
+func bodyDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return pooledCopyConn{c}, nil
+		return bodyConn{c}, nil
 	}
 }
 
-// pooledCopyConn is a backend connection whose ReadFrom, through which the
-// transport writes a request body to the socket, copies through a pooled
-// buffer: a TCP connection's own ReadFrom allocated 32 KB for each
-// request whose body is not a file.
-type pooledCopyConn struct{ net.Conn }
+// bodyConn is a backend connection whose ReadFrom, through which the
+// transport writes a request body past its write buffer, writes a Do's
+// body straight from its memory (bodyReader.writeTo): a TCP connection's
+// own ReadFrom copied it through a buffer of 32 KB allocated for each
+// request. Other readers go to the connection's own ReadFrom.
+type bodyConn struct{ net.Conn }
 
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (c pooledCopyConn) ReadFrom(r io.Reader) (int64, error) {
-	b := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(b)
-	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, r, *b)
+func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok { // the transport's, at the Content-Length
+		if br, ok := lr.R.(*bodyReader); ok {
+			n, err := br.writeTo(c.Conn, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
