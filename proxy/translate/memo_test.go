@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/dragoman-dev/dragoman/proxy/fixtures"
 	"github.com/dragoman-dev/dragoman/proxy/internal/bufpool"
 	"github.com/dragoman-dev/dragoman/proxy/internal/memo"
+	"github.com/dragoman-dev/dragoman/proxy/messages"
 	"github.com/dragoman-dev/dragoman/proxy/textcall"
 )
 
@@ -128,4 +131,44 @@ func toolParams(tools []textcall.Tool) []string {
 		out = append(out, tl.Name+" "+string(tl.Parameters))
 	}
 	return out
+}
+
+// TestMessagesTextsRemembered: the estimate of each long text of a
+// Messages request (its turns, not only its tools) is remembered in the
+// connection's memo, so that the next request of the session, which sends
+// them again, counts them no more.
+func TestMessagesTextsRemembered(t *testing.T) {
+	c, err := fixtures.ClientCapture("03-tool-result-turn.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	connMemo := memo.New()
+	if _, err := MessagesOnChatRequest([]byte(c.Body), func(string) (Target, error) {
+		return Target{BackendModel: "m", Memo: connMemo}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var req messages.Request
+	if err := json.Unmarshal([]byte(c.Body), &req); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i, m := range req.Messages {
+		for _, blk := range m.Content.Blocks {
+			in := inner(blk.Text)
+			if blk.Type != "text" || len(in) < memoMin {
+				continue
+			}
+			var e promptEstimate
+			e.unescaped(in)
+			got, ok := memo.Find[int](connMemo, memoText, in)
+			if !ok || got != e.n {
+				t.Errorf("messages.%d: a text of %d bytes: remembered %v (%d), want its estimate %d", i, len(in), ok, got, e.n)
+			}
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("the fixture has no long text block in its messages: the test checks nothing")
+	}
 }

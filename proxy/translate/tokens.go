@@ -629,24 +629,28 @@ func (e *promptEstimate) text(v []byte) {
 	if jsontext.Value(v).Kind() != '"' || len(v) < 2 {
 		return
 	}
-	if e.memo == nil || len(v) < memoMin {
-		e.escaped(v[1 : len(v)-1])
-		return
-	}
-	e.n += memo.Get(e.memo, memoText, v, func() int {
-		return e.apart(func() { e.escaped(v[1 : len(v)-1]) })
-	})
+	e.escaped(v[1 : len(v)-1])
 }
 
-// estimateChunk bounds the text escaped unescapes at a time, so that the
+// estimateChunk bounds the text unescaped unescapes at a time, so that the
 // estimate needs no copy of a long text: each chunk is cut after its last
 // space or newline (no word is cut) and counted alone.
 const estimateChunk = 4096
 
 // escaped counts in, the inside of a JSON string as it sits in a body
-// (escaped, without its quotes): as it is when it has no escape, else
-// unescaped a chunk at a time.
+// (escaped, without its quotes), as unescaped counts it; a long one's
+// count is remembered in the memo.
 func (e *promptEstimate) escaped(in []byte) {
+	if e.memo == nil || len(in) < memoMin {
+		e.unescaped(in)
+		return
+	}
+	e.n += memo.Get(e.memo, memoText, in, func() int { return e.apart(func() { e.unescaped(in) }) })
+}
+
+// unescaped counts in, the inside of a JSON string: as it is when it has
+// no escape, else unescaped a chunk at a time.
+func (e *promptEstimate) unescaped(in []byte) {
 	if bytes.IndexByte(in, '\\') < 0 {
 		e.n += EstimateTokens(bytesString(in))
 		return
@@ -773,7 +777,7 @@ func (e *promptEstimate) tool(name string, desc, schema []byte) {
 // and the least length of a text or JSON value whose estimate it
 // remembers: below it, hashing costs about what estimating does.
 const (
-	memoText byte = 't' // a raw JSON string's estimate (promptEstimate.text)
+	memoText byte = 't' // the estimate of a JSON string's inside (promptEstimate.escaped)
 	memoJSON byte = 'j' // a JSON value's estimate (promptEstimate.json)
 	memoMin       = 256
 )
