@@ -80,7 +80,7 @@ func ResponsesOnChatResponse(chatBody []byte, alias, responseID string, createdA
 	out.Usage = responsesUsage(resp.Usage)
 	// Written into a pooled buffer (the caller may give it back), about
 	// the size of the answer and the members around it.
-	return appendJSON(bufpool.Get(len(chatBody)+1024), &out), resp.Usage, nil
+	return appendResponse(bufpool.Get(len(chatBody)+1024), &out), resp.Usage, nil
 }
 
 // newResponse is the response object before its output, with what it
@@ -202,15 +202,4 @@ func responsesUsage(u *chat.Usage) *responses.Usage {
 		out.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
 	return out
-}
-
-// appendJSON appends v, a Responses wire value, as json.Marshal writes it
-// (invalid UTF-8 in the backend's text becomes U+FFFD). A wire type holds
-// nothing json.Marshal refuses.
-func appendJSON(dst []byte, v any) []byte {
-	b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		panic("translate: a Responses value does not marshal: " + err.Error())
-	}
-	return append(dst, b...)
 }

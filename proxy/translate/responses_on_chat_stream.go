@@ -114,7 +114,7 @@ func (s *ResponsesOnChatStream) Start(dst []byte) []byte {
 	dst = s.head(dst, responses.EventCreated)
 	dst = append(dst, `,"response":`...)
 	at := len(dst)
-	dst = appendJSON(dst, r)
+	dst = appendResponse(dst, &r)
 	snap := len(dst) - at // the same snapshot in both events, written once
 	dst = s.tail(dst)
 	dst = s.head(dst, responses.EventInProgress)
@@ -220,7 +220,7 @@ func (s *ResponsesOnChatStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventOutputItemAdded)
 		dst = s.appendIndex(dst, k)
 		dst = append(dst, `,"item":`...)
-		dst = appendJSON(dst, item)
+		dst = appendItem(dst, &item)
 		dst = s.tail(dst)
 	}
 	s.next++
@@ -229,7 +229,7 @@ func (s *ResponsesOnChatStream) openNext(dst []byte) []byte {
 		dst = s.head(dst, responses.EventContentPartAdded)
 		dst = s.appendPartRef(dst, i)
 		dst = append(dst, `,"part":`...)
-		dst = appendJSON(dst, lanePart(l.kind, ""))
+		dst = appendPart(dst, lanePart(l.kind, ""))
 		dst = s.tail(dst)
 		s.openRef = append(s.appendPartRef(s.openRef[:0], i), `,"delta":`...)
 	}
@@ -285,7 +285,7 @@ func (s *ResponsesOnChatStream) closePart(dst []byte, i int) []byte {
 	dst = s.head(dst, responses.EventContentPartDone)
 	dst = s.appendPartRef(dst, i)
 	dst = append(dst, `,"part":`...)
-	dst = appendJSON(dst, lanePart(l.kind, text))
+	dst = appendPart(dst, lanePart(l.kind, text))
 	return s.tail(dst)
 }
 
@@ -323,7 +323,7 @@ func (s *ResponsesOnChatStream) closeOpen(dst []byte) []byte {
 	dst = s.head(dst, responses.EventOutputItemDone)
 	dst = s.appendIndex(dst, k)
 	dst = append(dst, `,"item":`...)
-	dst = appendJSON(dst, item)
+	dst = appendItem(dst, &item)
 	return s.tail(dst)
 }
 
@@ -387,7 +387,7 @@ func (s *ResponsesOnChatStream) snapshot(status string) responses.Response {
 func (s *ResponsesOnChatStream) lifecycle(dst []byte, name string, r *responses.Response) []byte {
 	dst = s.head(dst, name)
 	dst = append(dst, `,"response":`...)
-	dst = appendJSON(dst, r)
+	dst = appendResponse(dst, r)
 	return s.tail(dst)
 }
 

@@ -672,15 +672,18 @@ func stringEnd(obj []byte, start int) (int, bool) {
 	return -1, escaped
 }
 
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
 // memberValue returns what follows ':' after a member's name whose
 // closing quote is obj[at-1]; isKey is false when no ':' and value
 // follow: the string was a value.
 func memberValue(obj []byte, at int) (v []byte, isKey bool) {
-	v = bytes.TrimLeft(obj[at:], " ")
+	v = bytes.TrimLeft(obj[at:], jsonSpace)
 	if len(v) == 0 || v[0] != ':' {
 		return nil, false
 	}
-	v = bytes.TrimLeft(v[1:], " ")
+	v = bytes.TrimLeft(v[1:], jsonSpace)
 	return v, len(v) > 0
 }
 
@@ -1206,7 +1209,10 @@ func (f *MessagesTextCalls) closeOpen(dst []byte) []byte {
 // "tool_calls". It returns the body itself when nothing was recovered,
 // and the family of each call it recovered.
 func ChatTextResponse(body []byte, o *textcall.Options, idPrefix string) ([]byte, []textcall.Family) {
-	sp, ok := chunkSpots(body)
+	sp, ok := quickSpots(body) // most answers; chunkSpots reads the others
+	if !ok {
+		sp, ok = chunkSpots(body)
+	}
 	if !ok || sp.cStart < 0 || sp.toolIndex > 0 {
 		return body, nil
 	}

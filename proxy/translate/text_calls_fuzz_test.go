@@ -356,6 +356,11 @@ func FuzzQuickSpots(f *testing.F) {
 		`{"choices":[{"index":0,"delta":{"reasoning_content":"x","content":null}}]}`,
 		`{"choices":[{"index":1,"delta":{"content":"x"}},{"index":0,"delta":{"content":"y"}}]}`,
 		`{"choices":[{"index":0,"delta":{"content" : "spaced"},"finish_reason" : "length"}]}`,
+		// Non-stream answers (ChatTextResponse reads them the same way).
+		`{"id":"chatcmpl-stub","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"word0 word1\n<tool_call>"},"finish_reason":"stop"}],"usage":{"completion_tokens":80,"prompt_tokens":10,"total_tokens":90}}`,
+		`{"choices":[{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"ok","reasoning_content":"think"}}],"usage":{"prompt_tokens_details":{"cached_tokens":3}}}`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"index":0,"logprobs":{"content":[]},"message":{"content":"x"},"finish_reason":"stop"}]}`,
 	} {
 		f.Add(s)
 	}

@@ -161,7 +161,7 @@ func (s *ResponsesSearchStream) Start(dst []byte) []byte {
 	}
 	s.started = true
 	r := newResponse(s.id, s.alias, s.createdAt, responses.StatusInProgress, s.call)
-	v := jsontext.Value(appendJSON(nil, &r))
+	v := jsontext.Value(appendResponse(nil, &r))
 	dst = s.event(dst, "response.created", "response", v)
 	return s.event(dst, "response.in_progress", "response", v)
 }
@@ -292,6 +292,6 @@ func (s *ResponsesSearchStream) Fail(dst []byte, code, message string) []byte {
 	return failOnce(dst, s.Start, endOnce(&s.ended), func(dst []byte) []byte {
 		r := newResponse(s.id, s.alias, s.createdAt, responses.StatusFailed, s.call)
 		r.Error = &responses.ResponseError{Code: code, Message: message}
-		return s.event(dst, "response.failed", "response", jsontext.Value(appendJSON(nil, &r)))
+		return s.event(dst, "response.failed", "response", jsontext.Value(appendResponse(nil, &r)))
 	})
 }
