@@ -1029,14 +1029,17 @@ func (f *MessagesTextCalls) handle(dst, ev, ending []byte) []byte {
 	return append(append(dst, ev...), ending...)
 }
 
-var contentBlockDeltaName = []byte(messages.EventContentBlockDelta)
+var (
+	contentBlockDeltaName = []byte(messages.EventContentBlockDelta)
+	contentBlockDeltaType = []byte(`"` + messages.EventContentBlockDelta + `"`)
+)
 
 // quickTextDelta reads a text_delta event the way servers write it, in
 // one pass over its strings without decoding the event: its index and
 // text. ok is false for any other event, which handle decodes.
 func quickTextDelta(obj []byte) (index int, text string, ok bool) {
 	depth, index := 0, -1
-	var textDelta, haveText, inDelta bool
+	var typed, textDelta, haveText, inDelta bool
 	i := 0
 	for i < len(obj) {
 		q := bytes.IndexByte(obj[i:], '"')
@@ -1061,6 +1064,12 @@ func quickTextDelta(obj []byte) (index int, text string, ok bool) {
 			return 0, "", false
 		}
 		switch {
+		case depth == 1 && name == "type":
+			if !bytes.HasPrefix(v, contentBlockDeltaType) {
+				return 0, "", false // handle's to read: it passes on what is not a delta
+			}
+			typed = true
+			i = len(obj) - len(v) + len(contentBlockDeltaType)
 		case depth == 1 && name == "index":
 			n := 0
 			for n < len(v) && v[n] >= '0' && v[n] <= '9' {
@@ -1096,7 +1105,9 @@ func quickTextDelta(obj []byte) (index int, text string, ok bool) {
 		}
 	}
 	depth += nesting(obj[min(i, len(obj)):])
-	ok = textDelta && haveText && index >= 0 && depth == 0 && jsontext.Value(obj).IsValid(decodeOpts) // as handle decodes it
+	// JSON with no name twice: handle decodes the others (the last of a
+	// name given twice wins there).
+	ok = typed && textDelta && haveText && index >= 0 && depth == 0 && jsontext.Value(obj).IsValid()
 	return index, text, ok
 }
 

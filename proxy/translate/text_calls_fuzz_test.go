@@ -438,3 +438,24 @@ func FuzzPlainChunk(f *testing.F) {
 		}
 	})
 }
+
+// TestQuickTextDelta: the fast reading takes a text_delta as servers
+// write it, and leaves to the decoder an event that is not one, or
+// names a member twice.
+func TestQuickTextDelta(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		ok   bool
+	}{
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, true},
+		{`{"index":3,"delta":{"text":"a\nb","type":"text_delta"},"type":"content_block_delta"}`, true},
+		{`{"type":"content_block_start","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, false},
+		{`{"index":0,"delta":{"type":"text_delta","text":"Hi"}}`, false},
+		{`{"type":"contex","type":"content_block_delta","index":0,"delta":{"text":"x","type":"text_delta"}}`, false},
+		{`{"type":"content_block_delta","index":0,"index":1,"delta":{"type":"text_delta","text":"Hi"}}`, false},
+	} {
+		if _, _, ok := quickTextDelta([]byte(c.data)); ok != c.ok {
+			t.Errorf("%s: ok %v, want %v", c.data, ok, c.ok)
+		}
+	}
+}
