@@ -95,7 +95,9 @@ func (f *xmlForm) call(s string, i int, t *toolset) (Call, int, status) {
 }
 
 // xmlAttr reads a tag's name or attribute value, quoted or not, and the
-// `>` that closes the tag.
+// `>` that closes the tag. One that holds a '<' or a newline is no tag,
+// whether its `>` has come yet or not (a stream and the whole answer read
+// it alike).
 func xmlAttr(s string, i int) (string, int, status) {
 	j := strings.IndexByte(s[i:], '>')
 	if j < 0 {
@@ -103,6 +105,9 @@ func xmlAttr(s string, i int) (string, int, status) {
 			return "", i, bad
 		}
 		return "", i, incomplete
+	}
+	if strings.ContainsAny(s[i:i+j], "<\n") {
+		return "", i, bad
 	}
 	v := strings.TrimSpace(s[i : i+j])
 	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
