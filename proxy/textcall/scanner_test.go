@@ -341,3 +341,39 @@ func TestManyMarkers(t *testing.T) {
 		t.Fatal("split differs")
 	}
 }
+
+// TestTagWithNewlineIsNoTag: a parameter tag whose name runs over a line
+// (or holds a '<') is no tag, in the whole answer as in a stream that has
+// not yet seen its '>': the text stays text either way.
+func TestTagWithNewlineIsNoTag(t *testing.T) {
+	o := &Options{Families: All, Tools: []Tool{{Name: "Read"}}}
+	for _, content := range []string{
+		"<function=Read>\n<parameter=pat\nme>\n/tmp/x\n</parameter>\n</function>",
+		"<function=Read>\n<parameter=pa<th>\n/tmp/x\n</parameter>\n</function>",
+	} {
+		r := Parse(content, o)
+		if len(r.Calls) != 0 || r.Text != content {
+			t.Errorf("%q: %d calls, text %q; want the text as it is", content, len(r.Calls), r.Text)
+		}
+		s := NewScanner(o)
+		var evs []Event
+		for i := range len(content) {
+			evs = s.Feed(evs, content[i:i+1])
+		}
+		evs = s.Close(evs)
+		var text strings.Builder
+		for _, ev := range evs {
+			if ev.Kind != EventText {
+				t.Fatalf("%q fed a byte at a time: a %v event", content, ev.Kind)
+			}
+			text.WriteString(ev.Text)
+		}
+		if text.String() != content {
+			t.Errorf("%q fed a byte at a time gives %q", content, text.String())
+		}
+	}
+	ok := Parse("<function=Read>\n<parameter=path>\n/tmp/x\n</parameter>\n</function>", o)
+	if len(ok.Calls) != 1 || ok.Calls[0].Arguments != `{"path":"/tmp/x"}` {
+		t.Fatalf("a well-formed call: %+v, want Read {\"path\":\"/tmp/x\"}", ok.Calls)
+	}
+}
