@@ -4,13 +4,12 @@ import (
 	"github.com/dragoman-dev/dragoman/proxy/internal/jsonscan"
 )
 
-// ScanRequest decodes a Responses request body into r the quick way.
-// Codex's 43 KB body takes it in 23 µs,
-// against 40 through jsonv2. It reports true when r is what the translations' jsonv2
-// decode gives (duplicate names allowed, raw values aliasing body), false
-// where it leaves the body to jsonv2 (jsonscan.ErrLeft's cases; r is then
-// in no particular state). rc, when not nil, recalls the long values the
-// client sent before.
+// ScanRequest decodes a Responses request body into r the quick way:
+// Codex's 43 KB body takes 23 µs, against 40 through jsonv2. It reports
+// true when r is what the translations' jsonv2 decode gives (duplicate
+// names allowed, raw values aliasing body), false where it leaves the body
+// to jsonv2 (jsonscan.ErrLeft's cases; r is then in no particular state).
+// rc, when not nil, recalls the long values the client sent before.
 func ScanRequest(body []byte, r *Request, rc jsonscan.Recall) bool {
 	*r = Request{}
 	return jsonscan.Decode(body, rc, func(sc *jsonscan.Scanner) error { return scan{sc}.request(r) })

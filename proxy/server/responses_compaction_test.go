@@ -21,11 +21,11 @@ func responsesBody(extra string, items ...string) string {
 	return `{"model":"local-model","instructions":"Be brief.","store":false` + extra + `,"input":[` + strings.Join(items, ",") + `]}`
 }
 
-// compact asks h for a compaction of conversation (non-stream) and
-// returns the response object.
-func compact(t *testing.T, h *harness) map[string]any {
+// compact asks h for a compaction of conversation (non-stream), with the
+// request members extra (responsesBody), and returns the response object.
+func compact(t *testing.T, h *harness, extra string) map[string]any {
 	t.Helper()
-	resp, b := h.do(http.MethodPost, "/v1/responses", responsesBody(shellTool, append(conversation, `{"type":"compaction_trigger"}`)...), nil, false)
+	resp, b := h.do(http.MethodPost, "/v1/responses", responsesBody(extra, append(conversation, `{"type":"compaction_trigger"}`)...), nil, false)
 	if resp.StatusCode != 200 {
 		t.Fatalf("compaction: %d %s", resp.StatusCode, b)
 	}
@@ -57,7 +57,7 @@ func compactionOf(t *testing.T, output any) map[string]any {
 // alias's backend, without tools, and its tokens are the usage.
 func TestCompactionTrigger(t *testing.T) {
 	h := newHarness(t, harnessOptions{settings: compactionSettings})
-	m := compact(t, h)
+	m := compact(t, h, shellTool)
 	out := m["output"].([]any)
 	if len(out) != 1 {
 		t.Fatalf("output has %d items: %v", len(out), out)
@@ -101,7 +101,7 @@ func TestCompactionTrigger(t *testing.T) {
 // of another server are 400 invalid_request_error, without a backend call.
 func TestCompactionItemReachesTheBackendAsItsSummary(t *testing.T) {
 	h := newHarness(t, harnessOptions{settings: compactionSettings})
-	item := compactionOf(t, compact(t, h)["output"])
+	item := compactionOf(t, compact(t, h, shellTool)["output"])
 	itemJSON, _ := json.Marshal(item)
 	later := responsesBody("", userItem("fix the parser in parse.go"), string(itemJSON), userItem("what next?"))
 
@@ -150,7 +150,7 @@ func TestCompactionItemReachesTheBackendAsItsSummary(t *testing.T) {
 // first and the old one after opens the items the old one sealed.
 func TestCompactionKeyRotation(t *testing.T) {
 	old := newHarness(t, harnessOptions{settings: compactionSettings})
-	item := compactionOf(t, compact(t, old)["output"])
+	item := compactionOf(t, compact(t, old, shellTool)["output"])
 	itemJSON, _ := json.Marshal(item)
 	rotated := newHarness(t, harnessOptions{settings: "  compaction_key:\n    - the-new-compaction-secret-2027\n    - a-compaction-secret-of-this-deployment\n"})
 	resp, b := rotated.do(http.MethodPost, "/v1/responses", responsesBody("", string(itemJSON), userItem("go on")), nil, false)
@@ -158,7 +158,7 @@ func TestCompactionKeyRotation(t *testing.T) {
 		t.Fatalf("rotated proxy on an old item: %d %s", resp.StatusCode, b)
 	}
 	// What the rotated proxy seals, the old one cannot open.
-	newItem, _ := json.Marshal(compactionOf(t, compact(t, rotated)["output"]))
+	newItem, _ := json.Marshal(compactionOf(t, compact(t, rotated, shellTool)["output"]))
 	resp, b = old.do(http.MethodPost, "/v1/responses", responsesBody("", string(newItem), userItem("go on")), nil, false)
 	if resp.StatusCode != 400 {
 		t.Errorf("the old key opened the new key's item: %d %s", resp.StatusCode, b)
@@ -254,16 +254,8 @@ func TestCompactionWhereTheTranslationMeetsIt(t *testing.T) {
 			if o.search != "" {
 				tools = `,"tools":[{"type":"web_search"}]`
 			}
-			resp, b := h.do(http.MethodPost, "/v1/responses", responsesBody(tools, append(conversation, `{"type":"compaction_trigger"}`)...), nil, false)
-			if resp.StatusCode != 200 {
-				t.Fatalf("compaction: %d %s", resp.StatusCode, b)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				t.Fatal(err)
-			}
-			itemJSON, _ := json.Marshal(compactionOf(t, m["output"]))
-			resp, b = h.do(http.MethodPost, "/v1/responses", responsesBody(tools, userItem("fix the parser"), string(itemJSON), userItem("what next?")), nil, false)
+			itemJSON, _ := json.Marshal(compactionOf(t, compact(t, h, tools)["output"]))
+			resp, b := h.do(http.MethodPost, "/v1/responses", responsesBody(tools, userItem("fix the parser"), string(itemJSON), userItem("what next?")), nil, false)
 			if resp.StatusCode != 200 {
 				t.Fatalf("after the compaction: %d %s", resp.StatusCode, b)
 			}

@@ -452,7 +452,7 @@ func (c *chatLanes) hasToolCalls() bool {
 
 // startsObject reports whether tool-call arguments start a JSON object.
 func startsObject(args string) bool {
-	a := strings.TrimLeft(args, " \t\r\n")
+	a := strings.TrimLeft(args, jsonSpace)
 	return a != "" && a[0] == '{'
 }
 
